@@ -1,0 +1,1 @@
+"""Reading journaled threads: the timeline, replay, the HTTP app and the CLI."""

@@ -1,0 +1,152 @@
+"""One canonical JSON encoding of event ``content`` and ``metadata``, shared by every backend.
+
+Any Python value encodes; an append never fails because of its payload. The rule:
+
+* ``None``, ``bool``, ``int``, ``str`` stay as they are; finite ``float`` too.
+* Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has
+  no such numbers, and PostgreSQL's JSONB rejects them).
+* ``datetime`` / ``date`` / ``time`` become ISO 8601 strings; naive datetimes are kept naive.
+* ``UUID``, ``Decimal``, ``Path`` and ``Enum`` members become ``str(value)`` (an ``Enum``
+  becomes the encoding of its ``.value``).
+* ``bytes`` / ``bytearray`` / ``memoryview`` become ``{"$bytes": "<base64>"}``.
+* ``list``, ``tuple`` and other sequences become lists; ``set`` / ``frozenset`` become lists
+  sorted by their canonical encoding.
+* Mappings become objects; non-string keys become ``str(key)``.
+* LangChain messages become ``message_to_dict`` form (``{"type", "data"}``), which
+  ``messages_from_dict`` turns back into an equal message; other LangChain ``Serializable``
+  objects (documents, prompt values) and pydantic models become ``model_dump()``; dataclasses
+  become their fields.
+* A cycle becomes ``{"$cycle": "<type name>"}``; nesting deeper than ``MAX_DEPTH`` becomes
+  ``{"$depth": "<type name>"}``; anything else becomes
+  ``{"$repr": "<repr, at most 200 chars>", "$type": "<module.qualname>"}``.
+
+Objects are emitted with sorted keys and no whitespace, so equal values encode to equal text.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import json
+import math
+import pathlib
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "dumps", "loads", "to_jsonable"]
+
+MAX_DEPTH = 64
+_REPR_LIMIT = 200
+
+
+def _type_name(value: object) -> str:
+    cls = type(value)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _float(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _marked_repr(value: object) -> dict[str, str]:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not fail an append
+        text = "<unrepresentable>"
+    return {"$repr": text[:_REPR_LIMIT], "$type": _type_name(value)}
+
+
+def _sort_key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_jsonable(value: Any) -> Any:
+    """Return ``value`` as plain JSON data (dict, list, str, int, float, bool, None)."""
+    return _encode(value, 0, set())
+
+
+def _encode(value: Any, depth: int, active: set[int]) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, enum.Enum):
+        return _encode(value.value, depth, active)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | decimal.Decimal | pathlib.PurePath):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if depth >= MAX_DEPTH:
+        return {"$depth": _type_name(value)}
+    marker = id(value)
+    if marker in active:
+        return {"$cycle": _type_name(value)}
+    active.add(marker)
+    try:
+        return _encode_container(value, depth + 1, active)
+    finally:
+        active.discard(marker)
+
+
+def _encode_container(value: Any, depth: int, active: set[int]) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _encode(v, depth, active) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v, depth, active) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_encode(v, depth, active) for v in value), key=_sort_key)
+    dumped = _dump_object(value)
+    if dumped is not _NOTHING:
+        return _encode(dumped, depth, active)
+    return _marked_repr(value)
+
+
+_NOTHING = object()
+
+
+def _dump_object(value: Any) -> Any:
+    """Turn a known rich object into plain containers, or return ``_NOTHING``."""
+    try:
+        from langchain_core.messages import BaseMessage, message_to_dict
+
+        if isinstance(value, BaseMessage):
+            return message_to_dict(value)
+    except ImportError:  # pragma: no cover - langchain-core is a dependency
+        pass
+    try:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        model_dump = getattr(value, "model_dump", None)
+        if callable(model_dump) and not isinstance(value, type):
+            return model_dump()
+    except Exception:  # an object that fails to dump becomes a marked repr
+        return _NOTHING
+    return _NOTHING
+
+
+def dumps(value: Any) -> str:
+    """Encode ``value`` to canonical JSON text: sorted keys, no whitespace, UTF-8 kept as is."""
+    return json.dumps(
+        to_jsonable(value),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
+
+
+def loads(text: str | bytes) -> Any:
+    """Decode JSON text written by :func:`dumps`."""
+    return json.loads(text)

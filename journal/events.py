@@ -1,0 +1,239 @@
+"""The event model: what a run journal records, and the rules every stored event obeys.
+
+``NewEvent`` is what callers append (no ``seq``); ``RunEvent`` is what stores return (with the
+per-thread ``seq`` the store assigned at commit). Validation errors are ``ValueError``
+(pydantic's ``ValidationError`` is one) and name the offending field.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from journal.encoding import to_jsonable
+
+__all__ = [
+    "CATEGORIES",
+    "FIXED_EVENT_TYPES",
+    "MAX_EVENT_TYPE_LENGTH",
+    "MAX_ID_LENGTH",
+    "OPEN_FAMILIES",
+    "EventFilter",
+    "NewEvent",
+    "RunEvent",
+    "RunSummary",
+    "ThreadSummary",
+    "utcnow",
+    "validate_id",
+]
+
+CATEGORIES: Final = frozenset({"lifecycle", "message", "trace", "middleware"})
+
+FIXED_EVENT_TYPES: Final[dict[str, frozenset[str]]] = {
+    "lifecycle": frozenset(
+        {"run.start", "run.end", "run.error", "run.cancel", "run.interrupt", "run.resume"}
+    ),
+    "message": frozenset({"message.human", "message.ai", "message.tool"}),
+    "trace": frozenset(
+        {"llm.start", "llm.end", "llm.error", "tool.start", "tool.end", "tool.error"}
+    ),
+    "middleware": frozenset(),
+}
+
+#: Open families ``family:<tag>`` allowed per category.
+OPEN_FAMILIES: Final[dict[str, frozenset[str]]] = {
+    "lifecycle": frozenset(),
+    "message": frozenset(),
+    "trace": frozenset({"custom"}),
+    "middleware": frozenset({"middleware"}),
+}
+
+MAX_ID_LENGTH: Final = 256
+MAX_EVENT_TYPE_LENGTH: Final = 128
+_TAG_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/:]*$")
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def utcnow() -> datetime:
+    """The current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def validate_id(value: object, field: str) -> str:
+    """Return ``value`` if it is a usable id, else raise ``ValueError`` naming ``field``.
+
+    An id is a non-empty string of at most ``MAX_ID_LENGTH`` characters with no control
+    characters and no leading or trailing whitespace.
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a string, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{field} must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if _CONTROL_RE.search(value):
+        raise ValueError(f"{field} must not contain control characters")
+    if value != value.strip():
+        raise ValueError(f"{field} must not start or end with whitespace")
+    return value
+
+
+def validate_event_type(category: str, event_type: str) -> str:
+    """Check ``event_type`` against the catalog of ``category``; raise ``ValueError`` if not."""
+    if not isinstance(event_type, str) or not event_type:
+        raise ValueError("event_type must be a non-empty string")
+    if len(event_type) > MAX_EVENT_TYPE_LENGTH:
+        raise ValueError(
+            f"event_type is {len(event_type)} characters long; the limit is {MAX_EVENT_TYPE_LENGTH}"
+        )
+    if event_type in FIXED_EVENT_TYPES[category]:
+        return event_type
+    family, sep, tag = event_type.partition(":")
+    if sep and family in OPEN_FAMILIES[category] and _TAG_RE.match(tag):
+        return event_type
+    allowed = sorted(FIXED_EVENT_TYPES[category]) + [f"{f}:<tag>" for f in OPEN_FAMILIES[category]]
+    raise ValueError(
+        f"event_type {event_type!r} is not valid for category {category!r}; expected one of "
+        f"{', '.join(allowed)} (a tag is letters, digits and _ . - / :)"
+    )
+
+
+class NewEvent(BaseModel):
+    """An event to append: every field of a stored event except ``seq``.
+
+    ``content`` and ``metadata`` are turned into plain JSON data by the canonical encoding
+    (:mod:`journal.encoding`) when the event is built, so any Python value is accepted.
+    """
+
+    model_config = ConfigDict(frozen=False, extra="forbid")
+
+    event_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    thread_id: str
+    run_id: str
+    category: str
+    event_type: str
+    content: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("event_id", "thread_id", "run_id", mode="before")
+    @classmethod
+    def _check_id(cls, value: object, info: Any) -> str:
+        if isinstance(value, uuid.UUID):
+            value = str(value)
+        return validate_id(value, info.field_name)
+
+    @field_validator("category")
+    @classmethod
+    def _check_category(cls, value: str) -> str:
+        if value not in CATEGORIES:
+            raise ValueError(
+                f"category {value!r} is unknown; expected one of {', '.join(sorted(CATEGORIES))}"
+            )
+        return value
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _encode_content(cls, value: Any) -> Any:
+        return to_jsonable(value)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _encode_metadata(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        encoded = to_jsonable(value)
+        if not isinstance(encoded, dict):
+            raise ValueError("metadata must be a mapping")
+        return encoded
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware_utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("created_at must be timezone-aware")
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _check_event_type(self) -> NewEvent:
+        validate_event_type(self.category, self.event_type)
+        return self
+
+
+class RunEvent(NewEvent):
+    """A stored event: a ``NewEvent`` plus the per-thread ``seq`` assigned at commit."""
+
+    seq: int = Field(ge=1)
+
+
+class EventFilter(BaseModel):
+    """Keyword filters shared by ``read``/``count``/``iter_events``.
+
+    Each is ``None`` (no filtering) or a collection of accepted values; an empty collection
+    matches nothing.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    category: frozenset[str] | None = None
+    event_type: frozenset[str] | None = None
+    run_id: frozenset[str] | None = None
+
+    def matches(self, event: NewEvent) -> bool:
+        """Whether ``event`` passes every filter."""
+        return (
+            (self.category is None or event.category in self.category)
+            and (self.event_type is None or event.event_type in self.event_type)
+            and (self.run_id is None or event.run_id in self.run_id)
+        )
+
+    @property
+    def matches_nothing(self) -> bool:
+        """True when some filter is an empty collection."""
+        return any(f is not None and not f for f in (self.category, self.event_type, self.run_id))
+
+
+class ThreadSummary(BaseModel):
+    """One thread as ``list_threads`` reports it."""
+
+    thread_id: str
+    event_count: int
+    last_seq: int
+    run_count: int
+    first_event_at: datetime
+    last_event_at: datetime
+
+
+class RunSummary(BaseModel):
+    """One run of a thread as ``list_runs`` reports it.
+
+    ``status`` comes from the run's last lifecycle event: ``running`` (only ``run.start`` or
+    ``run.resume``), ``success`` (``run.end``), ``error``, ``cancelled``, ``interrupted``, or
+    ``unknown`` when the run has no lifecycle event.
+    """
+
+    run_id: str
+    thread_id: str
+    first_seq: int
+    last_seq: int
+    event_count: int
+    started_at: datetime
+    last_event_at: datetime
+    status: str
+
+
+def status_from_lifecycle(event_type: str | None) -> str:
+    """Map a run's last lifecycle ``event_type`` to a ``RunSummary.status``."""
+    return {
+        None: "unknown",
+        "run.start": "running",
+        "run.resume": "running",
+        "run.end": "success",
+        "run.error": "error",
+        "run.cancel": "cancelled",
+        "run.interrupt": "interrupted",
+    }.get(event_type, "unknown")

@@ -1,0 +1,84 @@
+"""Per-category content caps: oversize ``content`` is shrunk to fit, as valid JSON.
+
+The rule: when the canonical encoding of ``content`` is larger than the category's cap (in
+UTF-8 bytes), every string in it is cut to the longest common length that makes the whole fit
+(cut on a character boundary, with ``…`` appended); the structure (keys, list items, message
+``type``/``data``) is kept, so a truncated message still turns back into a message. If even
+empty strings do not fit, ``content`` becomes ``{"$truncated": "<prefix of the JSON text>"}``.
+A truncated event gets ``metadata.truncated = true`` and ``metadata.original_bytes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from journal.encoding import dumps
+
+__all__ = ["DEFAULT_CONTENT_CAPS", "ContentCaps", "fit_content", "utf8_prefix"]
+
+#: Default caps in bytes: trace events 16 KiB, every other category 1 MiB.
+DEFAULT_CONTENT_CAPS: Final[Mapping[str, int]] = {
+    "trace": 16 * 1024,
+    "lifecycle": 1024 * 1024,
+    "message": 1024 * 1024,
+    "middleware": 1024 * 1024,
+}
+
+ContentCaps = Mapping[str, int]
+_ELLIPSIS: Final = "…"
+
+
+def utf8_prefix(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding has at most ``max_bytes`` bytes."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    return encoded[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
+
+
+def _cut_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + _ELLIPSIS
+    if isinstance(value, dict):
+        return {k: _cut_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(v, limit) for v in value]
+    return value
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return max((_longest_string(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_longest_string(v) for v in value), default=0)
+    return 0
+
+
+def fit_content(content: Any, cap: int) -> tuple[Any, int | None]:
+    """Return ``(content, None)`` if it fits ``cap`` bytes, else ``(shrunk, original_bytes)``.
+
+    ``content`` must already be plain JSON data (see :func:`journal.encoding.to_jsonable`).
+    """
+    size = len(dumps(content).encode("utf-8"))
+    if size <= cap:
+        return content, None
+    low, high = 0, _longest_string(content)
+    best: Any = None
+    while low <= high:  # binary search on the common string length
+        mid = (low + high) // 2
+        candidate = _cut_strings(content, mid)
+        if len(dumps(candidate).encode("utf-8")) <= cap:
+            best, low = candidate, mid + 1
+        else:
+            high = mid - 1
+    if best is None:
+        overhead = len(dumps({"$truncated": ""}).encode("utf-8"))
+        text = dumps(content)
+        prefix = utf8_prefix(text, cap - overhead)
+        while len(dumps({"$truncated": prefix}).encode("utf-8")) > cap and prefix:
+            prefix = prefix[:-1]  # JSON escaping can grow the text; shrink until it fits
+        best = {"$truncated": prefix}
+    return best, size

@@ -1,0 +1,1 @@
+"""Agent-side middleware that reports what it changes to the run journal."""
