@@ -1,1 +1,20 @@
 """Reading journaled threads: the timeline, replay, the HTTP app and the CLI."""
+
+from history.app import create_app
+from history.errors import ThreadNotFoundError
+from history.replay import ReplayView, areplay, arestore_thread, replay, restore_thread
+from history.timeline import TimelineItem, TimelinePage, abuild_timeline, build_timeline
+
+__all__ = [
+    "ReplayView",
+    "ThreadNotFoundError",
+    "TimelineItem",
+    "TimelinePage",
+    "abuild_timeline",
+    "areplay",
+    "arestore_thread",
+    "build_timeline",
+    "create_app",
+    "replay",
+    "restore_thread",
+]

@@ -1,5 +1,8 @@
 """runjournal's journal: the event model, the store contract and backends, and ``RunJournal``."""
 
+from typing import TYPE_CHECKING
+
+from journal.copy import CopyConflictError, CopySummary, copy_store
 from journal.encoding import dumps, loads, to_jsonable
 from journal.errors import (
     JournalError,
@@ -19,6 +22,9 @@ from journal.events import (
 )
 from journal.memory import MemoryEventStore
 from journal.messages import content_to_message, message_to_content
+from journal.run_journal import RunJournal
+from journal.spool import replay_spool
+from journal.sqlite import SqliteEventStore
 from journal.store import RunEventStore
 from journal.truncation import DEFAULT_CONTENT_CAPS
 from journal.urls import DEFAULT_STORE_URL, open_store
@@ -27,23 +33,41 @@ __all__ = [
     "CATEGORIES",
     "DEFAULT_CONTENT_CAPS",
     "DEFAULT_STORE_URL",
+    "CopyConflictError",
+    "CopySummary",
     "EventFilter",
     "JournalError",
     "MemoryEventStore",
     "NewEvent",
     "RunEvent",
     "RunEventStore",
+    "RunJournal",
     "RunSummary",
     "SchemaVersionError",
+    "SqliteEventStore",
     "StoreClosedError",
     "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
     "ThreadSummary",
     "content_to_message",
+    "copy_store",
     "dumps",
     "loads",
     "message_to_content",
     "open_store",
+    "replay_spool",
     "to_jsonable",
 ]
+
+if TYPE_CHECKING:  # at run time __getattr__ imports it on first use
+    from journal.postgres import PostgresEventStore as PostgresEventStore
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresEventStore`` loads on first use: psycopg is the optional ``postgres`` extra."""
+    if name == "PostgresEventStore":
+        from journal.postgres import PostgresEventStore
+
+        return PostgresEventStore
+    raise AttributeError(f"module 'journal' has no attribute {name!r}")

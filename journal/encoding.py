@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "dumps", "loads", "to_jsonable"]
+__all__ = ["MAX_DEPTH", "dumps", "dumps_plain", "loads", "to_jsonable"]
 
 MAX_DEPTH = 64
 _REPR_LIMIT = 200
@@ -138,13 +138,30 @@ def _dump_object(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     """Encode ``value`` to canonical JSON text: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(
-        to_jsonable(value),
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        allow_nan=False,
-    )
+    return _canonical(to_jsonable(value))
+
+
+# One shared encoder: json.dumps with options builds a new one per call, a hot-path cost.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+)
+
+
+def _canonical(plain: Any) -> str:
+    return _ENCODER.encode(plain)
+
+
+def dumps_plain(value: Any) -> str:
+    """The text :func:`dumps` gives for ``value``, fast when ``value`` is plain JSON data.
+
+    Meant for data that already went through :func:`to_jsonable` (an event's validated
+    ``content``/``metadata``): it skips the walk. Anything JSON cannot encode as is falls back
+    to :func:`dumps`, so it never fails either.
+    """
+    try:
+        return _canonical(value)
+    except (TypeError, ValueError):  # not plain after all (e.g. assigned after validation)
+        return dumps(value)
 
 
 def loads(text: str | bytes) -> Any:

@@ -92,15 +92,20 @@ class RunEventStore(ABC):
     # -- input preparation (shared by every backend) ---------------------------------------
 
     def prepare(self, events: Iterable[EventLike]) -> list[NewEvent]:
-        """Validate a batch and apply the content caps; raise before anything is written."""
+        """Validate a batch and apply the content caps; raise before anything is written.
+
+        A ``NewEvent`` that needs no change is passed on as is, not copied: backends must not
+        mutate prepared events, and must copy what they keep.
+        """
         if isinstance(events, NewEvent | Mapping):
             raise TypeError("append takes a sequence of events; wrap a single event in a list")
         prepared: list[NewEvent] = []
         for index, raw in enumerate(events):
             if isinstance(raw, NewEvent):
-                event = raw.model_copy(deep=True)
                 if type(raw) is not NewEvent:  # a RunEvent (e.g. copied): drop its seq
                     event = NewEvent(**raw.model_dump(exclude={"seq"}))
+                else:  # read-only from here: backends copy what they keep, caps copy below
+                    event = raw
             elif isinstance(raw, Mapping):
                 try:
                     event = NewEvent(**dict(raw))
@@ -114,8 +119,16 @@ class RunEventStore(ABC):
             cap = self.content_caps[event.category]
             content, original = fit_content(event.content, cap)
             if original is not None:
-                event.content = content
-                event.metadata = {**event.metadata, "truncated": True, "original_bytes": original}
+                event = event.model_copy(
+                    update={
+                        "content": content,
+                        "metadata": {
+                            **event.metadata,
+                            "truncated": True,
+                            "original_bytes": original,
+                        },
+                    }
+                )
             prepared.append(event)
         return prepared
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from journal.encoding import dumps
+from journal.encoding import dumps_plain as dumps
 
 __all__ = ["DEFAULT_CONTENT_CAPS", "ContentCaps", "fit_content", "utf8_prefix"]
 
@@ -57,11 +57,47 @@ def _longest_string(value: Any) -> int:
     return 0
 
 
+def _surely_fits(value: Any, budget: int) -> bool:
+    """Whether a cheap upper bound of the UTF-8 size of ``dumps(value)`` is within ``budget``.
+
+    A JSON-escaped character takes at most 6 bytes, a number or literal at most 24 (ints beyond
+    18 digits and anything not plain JSON data take the exact path).
+    """
+    stack = [value]
+    total = 0
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            total += 6 * len(item) + 2
+        elif kind is dict:
+            total += 2 + 2 * len(item)  # braces, colons, commas
+            for key, child in item.items():
+                if type(key) is not str:
+                    return False
+                total += 6 * len(key) + 2
+                stack.append(child)
+        elif kind is list:
+            total += 2 + len(item)
+            stack.extend(item)
+        elif item is None or kind is bool or kind is float:
+            total += 24
+        elif kind is int and -(10**18) < item < 10**18:
+            total += 20
+        else:
+            return False
+        if total > budget:
+            return False
+    return True
+
+
 def fit_content(content: Any, cap: int) -> tuple[Any, int | None]:
     """Return ``(content, None)`` if it fits ``cap`` bytes, else ``(shrunk, original_bytes)``.
 
     ``content`` must already be plain JSON data (see :func:`journal.encoding.to_jsonable`).
     """
+    if _surely_fits(content, cap):
+        return content, None
     size = len(dumps(content).encode("utf-8"))
     if size <= cap:
         return content, None

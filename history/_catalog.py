@@ -1,0 +1,63 @@
+"""What the history readers read: the event types they use and how to pick their fields.
+
+Message events carry ``message_to_content(message)`` (``{"type", "data"}``; ``data.id`` is the
+message's id in the graph state). ``middleware:summarize`` events carry the payload of
+``TrackingSummarizationMiddleware`` (see :mod:`middleware.summarization`). Readers are lenient:
+a truncated or odd payload yields ``None``/empty values, never an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from journal.events import RunEvent
+
+__all__ = [
+    "MESSAGE_TYPES",
+    "SUMMARIZE",
+    "TIMELINE_TYPES",
+    "message_data",
+    "message_id",
+    "payload_ids",
+    "summary_message_id",
+]
+
+MESSAGE_TYPES: Final = ("message.human", "message.ai", "message.tool")
+SUMMARIZE: Final = "middleware:summarize"
+TIMELINE_TYPES: Final = (*MESSAGE_TYPES, SUMMARIZE)
+
+
+def message_data(event: RunEvent) -> dict[str, Any]:
+    """The ``data`` dict of a message event's content, or ``{}`` if it has none."""
+    content = event.content
+    if isinstance(content, dict) and isinstance(content.get("data"), dict):
+        data: dict[str, Any] = content["data"]
+        return data
+    return {}
+
+
+def message_id(event: RunEvent) -> str | None:
+    """The state id of the message a ``message.*`` event recorded, if it has one."""
+    value = message_data(event).get("id")
+    return value if isinstance(value, str) else None
+
+
+def _payload(event: RunEvent) -> dict[str, Any]:
+    return event.content if isinstance(event.content, dict) else {}
+
+
+def payload_ids(event: RunEvent, key: str) -> list[str]:
+    """The id list ``key`` (``replaced_message_ids``/``kept_message_ids``) of a marker."""
+    value = _payload(event).get(key)
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, str)]
+
+
+def summary_message_id(event: RunEvent) -> str | None:
+    """The state id of the summary message a ``middleware:summarize`` event injected."""
+    message = _payload(event).get("summary_message")
+    if isinstance(message, dict) and isinstance(message.get("data"), dict):
+        value = message["data"].get("id")
+        return value if isinstance(value, str) else None
+    return None

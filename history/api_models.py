@@ -1,0 +1,132 @@
+"""Response models of the HTTP API: what ``/openapi.json`` promises every client.
+
+Events, threads and runs reuse the journal's own models (``RunEvent``, ``ThreadSummary``,
+``RunSummary``), so the wire format is the store's format. Timeline items follow the page shape of
+``history.build_timeline`` (ARCHITECTURE.md, "Timeline"); they allow extra fields so the builder
+can add information without breaking the API.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from journal.events import MAX_ID_LENGTH, RunEvent, RunSummary, ThreadSummary
+
+__all__ = [
+    "AiItem",
+    "DeleteResult",
+    "ErrorBody",
+    "EventPage",
+    "HistoryItem",
+    "HistoryPage",
+    "HumanItem",
+    "RunList",
+    "SummaryMarkerItem",
+    "ThreadList",
+    "ToolItem",
+]
+
+
+class ErrorBody(BaseModel):
+    """The body of a 401, 404 or 503 answer."""
+
+    detail: str
+
+
+class ThreadList(BaseModel):
+    """One page of threads, most recently active first."""
+
+    threads: list[ThreadSummary]
+    offset: int = Field(ge=0, description="Position of the first thread of this page.")
+    has_more: bool = Field(description="True when threads exist beyond this page.")
+
+
+class EventPage(BaseModel):
+    """Raw events of a thread ascending by ``seq``; follow ``next_after_seq`` for more."""
+
+    thread_id: str
+    events: list[RunEvent]
+    has_more: bool = Field(description="True when more matching events follow this page.")
+    next_after_seq: int | None = Field(
+        description="Pass as ``after_seq`` to read the next page; null when there is none."
+    )
+
+
+class RunList(BaseModel):
+    """The runs of a thread in order of their first event."""
+
+    thread_id: str
+    runs: list[RunSummary]
+
+
+class DeleteResult(BaseModel):
+    """What ``DELETE /api/threads/{thread_id}`` removed."""
+
+    thread_id: str
+    deleted: int = Field(ge=0, description="How many events were deleted.")
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    seq: int = Field(ge=1)
+    run_id: str
+    created_at: datetime
+
+
+class HumanItem(_Item):
+    """A human message of the timeline."""
+
+    type: Literal["human"]
+    content: Any = None
+
+
+class AiItem(_Item):
+    """An AI message; ``tool_calls`` lists the tools it asked for."""
+
+    type: Literal["ai"]
+    content: Any = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ToolItem(_Item):
+    """A tool result (errors included) answering the AI tool call ``tool_call_id``."""
+
+    type: Literal["tool"]
+    content: Any = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
+
+class SummaryMarkerItem(_Item):
+    """A compaction: ``replaced_count`` messages were condensed into ``summary`` here."""
+
+    type: Literal["summary_marker"]
+    replaced_count: int
+    summary: str | None = None
+    replaced_message_ids: list[str] = Field(default_factory=list)
+    first_replaced_seq: int | None = None
+    last_replaced_seq: int | None = None
+
+
+HistoryItem = Annotated[
+    HumanItem | AiItem | ToolItem | SummaryMarkerItem, Field(discriminator="type")
+]
+
+
+class HistoryPage(BaseModel):
+    """One page of the ``/history`` timeline; items ascend by ``seq``.
+
+    Without ``before_seq`` the page holds the newest items; following ``next_before_seq`` walks
+    back to seq 1 without losing or repeating an item.
+    """
+
+    thread_id: str = Field(max_length=MAX_ID_LENGTH)
+    items: list[HistoryItem]
+    has_more: bool
+    next_before_seq: int | None

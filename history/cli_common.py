@@ -1,0 +1,168 @@
+"""What every ``runjournal`` command shares: options, opening the store, output, user errors.
+
+A user error (unknown thread, bad store URL, unreadable file, a store failure) is raised as a
+:class:`UserError`; the entry point prints it as one line on stderr and exits 1, with no
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import click
+import structlog
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from journal.store import RunEventStore
+from journal.urls import DEFAULT_STORE_URL, open_store
+
+__all__ = [
+    "STORE_ENV",
+    "UserError",
+    "emit_json",
+    "err_console",
+    "json_option",
+    "open_cli_store",
+    "out_console",
+    "progress_bar",
+    "require_thread",
+    "setup_logging",
+    "store_option",
+]
+
+#: The environment variable that names the default store.
+STORE_ENV: Final = "RUNJOURNAL_STORE"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(click.ClickException):
+    """A mistake the user can fix; printed as one line on stderr, exit status 1."""
+
+    def show(self, file: Any = None) -> None:
+        """Print ``runjournal: error: <message>`` on stderr."""
+        click.echo(f"runjournal: error: {self.format_message()}", err=True)
+
+
+def store_option(func: F) -> F:
+    """The ``--store URL`` option (default ``$RUNJOURNAL_STORE``, else the library default)."""
+    return click.option(
+        "--store",
+        "store_url",
+        metavar="URL",
+        envvar=STORE_ENV,
+        default=DEFAULT_STORE_URL,
+        show_default=True,
+        show_envvar=True,
+        help="The store: sqlite:///path.db, postgresql://user@host:port/db or memory://.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    """The ``--json`` flag: machine-readable output on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
+
+
+def out_console() -> Console:
+    """The console of normal output (stdout); markup and highlighting of data are off."""
+    return Console(highlight=False)
+
+
+def err_console() -> Console:
+    """The console of notes and progress bars (stderr)."""
+    return Console(stderr=True, highlight=False)
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def setup_logging(verbose: bool) -> None:
+    """Send logs to stderr: runjournal's warnings and drivers' errors, or all info (verbose)."""
+    level = logging.INFO if verbose else logging.WARNING
+    # Drivers (psycopg's pool, uvicorn) warn on every retry; the user gets our one-line error.
+    driver_level = logging.INFO if verbose else logging.ERROR
+    logging.basicConfig(
+        level=driver_level, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    )
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _sqlite_file(url: str) -> Path | None:
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() == "sqlite" and rest.startswith("/") and rest != "/":
+        return Path(rest[1:])
+    return None
+
+
+@contextmanager
+def open_cli_store(url: str, *, create: bool = False) -> Iterator[RunEventStore]:
+    """Open the store ``url`` names and close it afterwards.
+
+    Without ``create``, a SQLite file that does not exist is a user error (reading must not
+    leave an empty database behind). Bad URLs and store failures become :class:`UserError`.
+    """
+    path = _sqlite_file(url)
+    if path is not None and not create and not path.exists():
+        raise UserError(
+            f"no store at {path} ({url}); run `runjournal demo` to make one, "
+            f"or pass --store / set ${STORE_ENV}"
+        )
+    try:
+        store = open_store(url)
+    except ValueError as e:
+        raise UserError(f"bad store URL: {e}") from e
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def require_thread(store: RunEventStore, thread_id: str) -> int:
+    """The thread's last seq; a :class:`UserError` if the store has no event for it."""
+    last = store.last_seq(thread_id)
+    if last == 0:
+        raise UserError(
+            f"thread {thread_id!r} has no events in this store; `runjournal threads` lists them"
+        )
+    return last
+
+
+def progress_bar(
+    console: Console, description: str, total: int | None, *, enabled: bool = True
+) -> Progress:
+    """A progress bar on ``console``, drawn only when ``enabled`` and it is a terminal."""
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not (enabled and console.is_terminal),
+        transient=True,
+    )
+    progress.add_task(description, total=total)
+    return progress

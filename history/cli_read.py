@@ -1,0 +1,229 @@
+"""The reading commands: ``threads``, ``history``, ``events``, ``runs``, ``replay``.
+
+Each is a thin wrapper of a library call; its flags carry the call's keyword names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from history._text import shorten
+from history.cli_common import (
+    emit_json,
+    json_option,
+    open_cli_store,
+    out_console,
+    require_thread,
+    store_option,
+)
+from history.render import content_text, render_messages, render_timeline
+from journal.encoding import to_jsonable
+from journal.events import CATEGORIES, RunEvent
+from journal.messages import message_to_content
+
+__all__ = ["READ_COMMANDS"]
+
+_PREVIEW: int = 60
+
+
+def _table(*columns: str) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+@click.command()
+@store_option
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@json_option
+def threads(store_url: str, limit: int | None, offset: int, as_json: bool) -> None:
+    """List the threads of the store, most recently active first."""
+    with open_cli_store(store_url) as store:
+        found = store.list_threads(limit=limit, offset=offset)
+    if as_json:
+        emit_json([t.model_dump(mode="json") for t in found])
+        return
+    table = _table("thread_id", "events", "runs", "last_seq", "last event at")
+    for t in found:
+        table.add_row(
+            Text(t.thread_id),
+            str(t.event_count),
+            str(t.run_count),
+            str(t.last_seq),
+            t.last_event_at.isoformat(timespec="seconds"),
+        )
+    out_console().print(table if found else Text("no threads in this store"))
+
+
+@click.command()
+@click.argument("thread_id", metavar="THREAD")
+@store_option
+@click.option("--before-seq", type=click.IntRange(min=1), default=None, help="Items below this.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--include-markers/--no-include-markers",
+    default=True,
+    show_default=True,
+    help="Show where a summarization condensed the context.",
+)
+@json_option
+def history(
+    thread_id: str,
+    store_url: str,
+    before_seq: int | None,
+    limit: int,
+    include_markers: bool,
+    as_json: bool,
+) -> None:
+    """Show the conversation of THREAD: messages, folded tool calls, condensed blocks.
+
+    Without --before-seq, the newest --limit items; follow the printed --before-seq to page
+    back. --json prints the page as build_timeline returns it.
+    """
+    from history.timeline import build_timeline
+
+    with open_cli_store(store_url) as store:
+        page = build_timeline(
+            store, thread_id, before_seq=before_seq, limit=limit, include_markers=include_markers
+        )
+    if as_json:
+        emit_json(page)
+        return
+    out_console().print(render_timeline(page))
+
+
+def _preview(event: RunEvent) -> str:
+    """One line of an event's content: a message's text, else compact JSON."""
+    content = event.content
+    if event.category == "message" and isinstance(content, dict):
+        content = content.get("data", {}).get("content", content)
+    return shorten(content_text(content), _PREVIEW)
+
+
+def _event_row(table: Table, event: RunEvent) -> None:
+    table.add_row(
+        str(event.seq),
+        event.created_at.strftime("%H:%M:%S.%f")[:-3],
+        Text(event.run_id[:8]),
+        Text(event.event_type),
+        Text(_preview(event)),
+    )
+
+
+def _filter(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    return values or None
+
+
+@click.command()
+@click.argument("thread_id", metavar="THREAD")
+@store_option
+@click.option("--after-seq", type=click.IntRange(min=0), default=None, help="Events above this.")
+@click.option("--before-seq", type=click.IntRange(min=0), default=None, help="Events below this.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option(
+    "--category",
+    multiple=True,
+    type=click.Choice(sorted(CATEGORIES)),
+    help="Keep this category (repeatable).",
+)
+@click.option("--event-type", multiple=True, help="Keep this event type (repeatable).")
+@click.option("--run-id", multiple=True, help="Keep this run (repeatable).")
+@json_option
+def events(
+    thread_id: str,
+    store_url: str,
+    after_seq: int | None,
+    before_seq: int | None,
+    limit: int | None,
+    category: tuple[str, ...],
+    event_type: tuple[str, ...],
+    run_id: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """List the raw events of THREAD in seq order, with cursors and filters.
+
+    With --before-seq, --limit keeps the last events below it (the page just below).
+    """
+    with open_cli_store(store_url) as store:
+        require_thread(store, thread_id)
+        found = store.read(
+            thread_id,
+            after_seq=after_seq,
+            before_seq=before_seq,
+            limit=limit,
+            category=_filter(category),
+            event_type=_filter(event_type),
+            run_id=_filter(run_id),
+        )
+    if as_json:
+        emit_json([e.model_dump(mode="json") for e in found])
+        return
+    table = _table("seq", "time (UTC)", "run", "event_type", "content")
+    table.columns[-1].no_wrap = True
+    table.columns[-1].overflow = "ellipsis"
+    for event in found:
+        _event_row(table, event)
+    out_console().print(table if found else Text("no event matches"))
+
+
+@click.command()
+@click.argument("thread_id", metavar="THREAD")
+@store_option
+@json_option
+def runs(thread_id: str, store_url: str, as_json: bool) -> None:
+    """List the runs of THREAD in order, with their status and seq range."""
+    with open_cli_store(store_url) as store:
+        require_thread(store, thread_id)
+        found = store.list_runs(thread_id)
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in found])
+        return
+    table = _table("run_id", "status", "seqs", "events", "started at")
+    for r in found:
+        table.add_row(
+            Text(r.run_id),
+            r.status,
+            f"{r.first_seq}-{r.last_seq}",
+            str(r.event_count),
+            r.started_at.isoformat(timespec="seconds"),
+        )
+    out_console().print(table)
+
+
+@click.command()
+@click.argument("thread_id", metavar="THREAD")
+@store_option
+@click.option("--upto-seq", type=click.IntRange(min=1), default=None, help="Replay up to this seq.")
+@click.option(
+    "--view",
+    type=click.Choice(["full", "model"]),
+    default="full",
+    show_default=True,
+    help="full: every message ever added; model: the context the model saw.",
+)
+@json_option
+def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_json: bool) -> None:
+    """Rebuild the messages of THREAD from its events.
+
+    --view model shows the context as the model saw it at --upto-seq (the summary message
+    in place of what it condensed); --view full shows every message ever added. --json
+    prints the messages in LangChain's dict form.
+    """
+    from history.replay import replay as replay_thread
+
+    with open_cli_store(store_url) as store:
+        messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=view)  # type: ignore[arg-type]
+    if as_json:
+        payload: list[Any] = [to_jsonable(message_to_content(m)) for m in messages]
+        emit_json(payload)
+        return
+    out_console().print(render_messages(messages))
+
+
+READ_COMMANDS = (threads, history, events, runs, replay)

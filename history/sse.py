@@ -1,0 +1,163 @@
+"""Server-sent events: a thread's new events, as they are committed, resumable without loss.
+
+Wire format of one event (https://html.spec.whatwg.org/multipage/server-sent-events.html)::
+
+    id: <seq>
+    event: <event_type>
+    data: <the RunEvent as one line of JSON>
+
+Guarantees of :func:`stream_events`:
+
+* Events arrive in ascending ``seq``, each once. A client that reconnects with the last ``id`` it
+  received (``Last-Event-ID``) gets every later event exactly once: the stream is a cursor over
+  the append-only store, never a broadcast that can be missed.
+* While idle, a comment line (``: ping``) is sent every ``heartbeat_interval`` seconds so proxies
+  keep the connection and dead clients are noticed.
+* If the thread is deleted while streaming, an ``event: thread_deleted`` is sent and the stream
+  ends. The stream also ends after ``max_events`` events, after ``timeout`` seconds, when the
+  client disconnects, when :meth:`StreamControl.close` is called (server shutdown), and when the
+  store fails (logged; the client reconnects with ``Last-Event-ID``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import structlog
+
+from journal.errors import StoreError
+from journal.events import RunEvent
+from journal.store import FilterValue, RunEventStore
+
+__all__ = ["HEARTBEAT", "StreamControl", "StreamSettings", "format_event", "stream_events"]
+
+log = structlog.get_logger(__name__)
+
+#: The keep-alive comment sent while the stream is idle.
+HEARTBEAT: Final = b": ping\n\n"
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """How streams poll the store.
+
+    ``poll_interval``: seconds between polls while idle. ``heartbeat_interval``: seconds of
+    silence before a ``: ping`` comment. ``batch``: events read per poll. ``max_seconds``: a
+    server-side cap on any stream's life (``None``: no cap), after which clients reconnect.
+    """
+
+    poll_interval: float = 0.25
+    heartbeat_interval: float = 15.0
+    batch: int = 500
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.poll_interval <= 0 or self.heartbeat_interval <= 0:
+            raise ValueError("poll_interval and heartbeat_interval must be > 0 seconds")
+        if self.batch < 1:
+            raise ValueError("batch must be >= 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError("max_seconds must be > 0 or None")
+
+
+@dataclass
+class StreamControl:
+    """Ends every open stream of an app at once (server shutdown). Thread-safe."""
+
+    _closed: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        """Make every open and future stream end at its next poll."""
+        self._closed.set()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed.is_set()
+
+
+def format_event(event: RunEvent) -> bytes:
+    """One stored event in SSE wire format (``id`` = seq, ``event`` = event_type)."""
+    # JSON text escapes every newline, so the data always fits on one ``data:`` line.
+    return (
+        f"id: {event.seq}\nevent: {event.event_type}\ndata: {event.model_dump_json()}\n\n".encode()
+    )
+
+
+def _deleted_message(thread_id: str) -> bytes:
+    data = json.dumps({"thread_id": thread_id})
+    return f"event: thread_deleted\ndata: {data}\n\n".encode()
+
+
+async def stream_events(
+    store: RunEventStore,
+    thread_id: str,
+    *,
+    after_seq: int,
+    settings: StreamSettings,
+    control: StreamControl,
+    is_disconnected: Callable[[], Awaitable[bool]],
+    max_events: int | None = None,
+    timeout: float | None = None,
+    category: FilterValue = None,
+    event_type: FilterValue = None,
+    run_id: FilterValue = None,
+) -> AsyncIterator[bytes]:
+    """Yield the SSE messages of ``thread_id``'s events with seq > ``after_seq`` (see module)."""
+    loop = asyncio.get_running_loop()
+    limits = [t for t in (timeout, settings.max_seconds) if t is not None]
+    deadline = loop.time() + min(limits) if limits else None
+    last_write = loop.time()
+    cursor, sent, reason = after_seq, 0, "client_gone"
+    log.debug("stream_opened", thread_id=thread_id, after_seq=after_seq)
+    try:
+        while True:
+            page = await store.aread(
+                thread_id,
+                after_seq=cursor,
+                limit=settings.batch,
+                category=category,
+                event_type=event_type,
+                run_id=run_id,
+            )
+            for event in page:
+                yield format_event(event)
+                cursor, sent = event.seq, sent + 1
+                if max_events is not None and sent >= max_events:
+                    reason = "max_events"
+                    return
+            now = loop.time()
+            if page:
+                last_write = now
+            if control.closed:
+                reason = "shutdown"
+                return
+            if len(page) == settings.batch:
+                continue  # more is waiting: read on without sleeping
+            if await store.alast_seq(thread_id) < cursor:
+                reason = "thread_deleted"
+                yield _deleted_message(thread_id)
+                return
+            if await is_disconnected():
+                reason = "disconnected"
+                return
+            if deadline is not None and now >= deadline:
+                reason = "timeout"
+                return
+            if now - last_write >= settings.heartbeat_interval:
+                yield HEARTBEAT
+                last_write = now
+            pause = settings.poll_interval
+            if deadline is not None:
+                pause = max(0.0, min(pause, deadline - now))
+            await asyncio.sleep(pause)
+    except StoreError as e:
+        reason = "store_error"
+        log.warning("stream_store_error", thread_id=thread_id, error=type(e).__name__)
+    finally:
+        log.debug("stream_closed", thread_id=thread_id, count=sent, reason=reason)

@@ -1,0 +1,224 @@
+"""The history timeline: a thread's conversation messages and summary markers, page by page.
+
+``build_timeline(store, thread_id, *, before_seq=None, limit=50, include_markers=True)`` returns
+a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guarantees:
+
+* ``items`` ascend by ``seq``. Without ``before_seq`` the page is the newest ``limit`` items;
+  with it, the newest ``limit`` items whose seq is below ``before_seq``.
+* Following ``next_before_seq`` (``None`` on the last page) walks back to seq 1: every item of
+  the thread appears on exactly one page, none lost, none repeated.
+* Filters (``include_markers``) apply before the limit; a page reads O(limit) events through
+  the store's ``event_type`` filter, plus a bounded backward scan per marker (see below).
+* Message items (``human``/``ai``/``tool``): ``id`` (the message's state id, or
+  ``"message-<seq>"`` if it had none), ``seq``, ``run_id``, ``created_at`` (ISO 8601 UTC),
+  ``content``; ``ai`` adds ``tool_calls``; ``tool`` adds ``tool_call_id``, ``name``, ``status``.
+* Marker items (``summary_marker``): ``id = "summary-marker-<seq>"``, ``replaced_count``,
+  ``summary``, ``replaced_message_ids``, ``first_replaced_seq`` and ``last_replaced_seq`` (the
+  seq range of the journaled messages it condensed, ``None`` if none of them was journaled; a
+  replaced id may be an earlier summary message, which has no message event).
+* An unknown thread raises :class:`history.errors.ThreadNotFoundError` (a ``LookupError``;
+  HTTP 404). A bad ``limit``/``before_seq`` raises ``ValueError``/``TypeError`` (HTTP 422).
+
+``abuild_timeline`` is the same function on the store's async methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypedDict
+
+from history._catalog import (
+    MESSAGE_TYPES,
+    SUMMARIZE,
+    TIMELINE_TYPES,
+    message_data,
+    message_id,
+    payload_ids,
+    summary_message_id,
+)
+from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
+from history.errors import ThreadNotFoundError
+from journal.events import RunEvent
+from journal.store import RunEventStore
+
+__all__ = ["MAX_PAGE_LIMIT", "TimelineItem", "TimelinePage", "abuild_timeline", "build_timeline"]
+
+#: The largest ``limit`` a page accepts.
+MAX_PAGE_LIMIT: Final = 1000
+_SCAN_PAGE_MAX: Final = 500
+
+
+class TimelineItem(TypedDict, total=False):
+    """One timeline entry; which keys are present depends on ``type`` (see the module doc)."""
+
+    type: Literal["human", "ai", "tool", "summary_marker"]
+    id: str
+    seq: int
+    run_id: str
+    created_at: str
+    content: Any
+    tool_calls: list[Any]
+    tool_call_id: str | None
+    name: str | None
+    status: str | None
+    replaced_count: int
+    summary: str
+    replaced_message_ids: list[str]
+    first_replaced_seq: int | None
+    last_replaced_seq: int | None
+
+
+class TimelinePage(TypedDict):
+    """A page of the timeline: items ascending by seq, and the cursor to the older page."""
+
+    thread_id: str
+    items: list[TimelineItem]
+    has_more: bool
+    next_before_seq: int | None
+
+
+def _check_args(limit: int, before_seq: int | None) -> None:
+    check_int("limit", limit, 1, MAX_PAGE_LIMIT)
+    if before_seq is not None:
+        check_int("before_seq", before_seq, 1)
+
+
+def _base(event: RunEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "run_id": event.run_id,
+        "created_at": event.created_at.isoformat(),
+    }
+
+
+def _message_item(event: RunEvent) -> TimelineItem:
+    data = message_data(event)
+    kind = event.event_type.removeprefix("message.")
+    item: dict[str, Any] = {
+        "type": kind,
+        "id": message_id(event) or f"message-{event.seq}",
+        **_base(event),
+        "content": data.get("content", ""),
+    }
+    if kind == "ai":
+        calls = data.get("tool_calls")
+        item["tool_calls"] = calls if isinstance(calls, list) else []
+    elif kind == "tool":
+        item["tool_call_id"] = data.get("tool_call_id")
+        item["name"] = data.get("name")
+        item["status"] = data.get("status")
+    return item  # type: ignore[return-value]
+
+
+def replaced_seq_range(thread_id: str, marker: RunEvent) -> Plan[tuple[int | None, int | None]]:
+    """Plan: the seq range of the journaled messages that ``marker`` replaced.
+
+    Scans backward from the marker over message and marker events only. Passing an earlier
+    marker narrows what is still missing to that marker's summary and kept messages (anything
+    else was journaled after it), so the scan stops as soon as nothing can still be found: it
+    never reads further back than the oldest message of the state that was compacted.
+    """
+    remaining = set(payload_ids(marker, "replaced_message_ids"))
+    seqs: list[int] = []
+    cursor = marker.seq
+    while remaining:
+        # each missing id is at least one more event back: read about that many at once
+        size = min(len(remaining) + 8, _SCAN_PAGE_MAX)
+        page: list[RunEvent] = yield Read(
+            thread_id, {"before_seq": cursor, "limit": size, "event_type": TIMELINE_TYPES}
+        )
+        for event in reversed(page):
+            if event.event_type == SUMMARIZE:
+                remaining.discard(summary_message_id(event) or "")
+                remaining &= set(payload_ids(event, "kept_message_ids"))
+            else:
+                mid = message_id(event)
+                if mid is not None and mid in remaining:
+                    remaining.discard(mid)
+                    seqs.append(event.seq)
+            if not remaining:
+                break
+        if len(page) < size:
+            break
+        cursor = page[0].seq
+    if not seqs:
+        return None, None
+    return min(seqs), max(seqs)
+
+
+def marker_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
+    """Plan: the ``summary_marker`` item of a ``middleware:summarize`` event."""
+    payload = event.content if isinstance(event.content, dict) else {}
+    replaced_ids = payload_ids(event, "replaced_message_ids")
+    count = payload.get("replaced_count")
+    summary = payload.get("summary")
+    first, last = yield from replaced_seq_range(thread_id, event)
+    item: dict[str, Any] = {
+        "type": "summary_marker",
+        "id": f"summary-marker-{event.seq}",
+        **_base(event),
+        "replaced_count": count if isinstance(count, int) else len(replaced_ids),
+        "summary": summary if isinstance(summary, str) else "",
+        "replaced_message_ids": replaced_ids,
+        "first_replaced_seq": first,
+        "last_replaced_seq": last,
+    }
+    return item  # type: ignore[return-value]
+
+
+def timeline_plan(
+    thread_id: str, before_seq: int | None, limit: int, include_markers: bool
+) -> Plan[TimelinePage]:
+    """Plan: one timeline page (the logic of :func:`build_timeline`)."""
+    _check_args(limit, before_seq)
+    last = yield LastSeq(thread_id)
+    if last == 0:
+        raise ThreadNotFoundError(thread_id)
+    types = TIMELINE_TYPES if include_markers else MESSAGE_TYPES
+    cursor = last + 1 if before_seq is None else before_seq
+    # one extra event tells whether an older page exists
+    events: list[RunEvent] = yield Read(
+        thread_id, {"before_seq": cursor, "limit": limit + 1, "event_type": types}
+    )
+    has_more = len(events) > limit
+    if has_more:
+        events = events[1:]
+    items: list[TimelineItem] = []
+    for event in events:
+        if event.event_type == SUMMARIZE:
+            items.append((yield from marker_item(thread_id, event)))
+        else:
+            items.append(_message_item(event))
+    return {
+        "thread_id": thread_id,
+        "items": items,
+        "has_more": has_more,
+        "next_before_seq": events[0].seq if has_more else None,
+    }
+
+
+def build_timeline(
+    store: RunEventStore,
+    thread_id: str,
+    *,
+    before_seq: int | None = None,
+    limit: int = 50,
+    include_markers: bool = True,
+) -> TimelinePage:
+    """One page of the thread's timeline (guarantees in the module docstring).
+
+    Raises ``ThreadNotFoundError`` for a thread without events, ``ValueError``/``TypeError``
+    for a bad argument, ``StoreError`` when the store fails.
+    """
+    return run_plan(store, timeline_plan(thread_id, before_seq, limit, include_markers))
+
+
+async def abuild_timeline(
+    store: RunEventStore,
+    thread_id: str,
+    *,
+    before_seq: int | None = None,
+    limit: int = 50,
+    include_markers: bool = True,
+) -> TimelinePage:
+    """Async :func:`build_timeline`, on the store's async methods (never blocks the loop)."""
+    return await arun_plan(store, timeline_plan(thread_id, before_seq, limit, include_markers))

@@ -1,0 +1,47 @@
+"""The web viewer's pages: one static shell served at ``/`` and ``/threads/{thread_id}``.
+
+The shell (``history/static/index.html`` with ``viewer.js`` and ``viewer.css``) ships inside the
+package; nothing is built at install time. The script renders every stored text with
+``textContent``; the Content-Security-Policy sent with the page allows only the package's own
+script and styles, so injected markup could not run even if it reached the DOM.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Final
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+__all__ = ["PAGE_HEADERS", "build_viewer_router"]
+
+#: Headers of every viewer page.
+PAGE_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def build_viewer_router() -> APIRouter:
+    """Routes of the viewer's pages (the static assets are mounted at ``/static``)."""
+    router = APIRouter(include_in_schema=False)
+    page = resources.files("history").joinpath("static/index.html").read_bytes()
+
+    def shell() -> Response:
+        return Response(page, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    @router.get("/")
+    async def threads_page() -> Response:
+        return shell()
+
+    @router.get("/threads/{thread_id:path}")
+    async def thread_page(thread_id: str) -> Response:
+        return shell()
+
+    return router

@@ -1,0 +1,228 @@
+"""Cheap extraction from callback arguments: messages, ids, usage, summaries.
+
+Everything here runs on the callback path, so it only walks what a step *adds* (a node's
+output, the root input, one model response) and never serialises node inputs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from langchain_core.messages import BaseMessage, convert_to_messages
+
+__all__ = [
+    "ERROR_TEXT_LIMIT",
+    "add_usage",
+    "assign_input_ids",
+    "error_summary",
+    "input_summary",
+    "output_messages",
+    "output_preview",
+    "prompt_tail",
+    "removes_messages",
+    "response_usage",
+    "scalar_params",
+    "text_of",
+    "tool_end_content",
+]
+
+#: Longest error text kept in an event (the rest is cut).
+ERROR_TEXT_LIMIT: Final = 2000
+#: Longest tool output text kept in ``tool.end`` (the full result is the ``message.tool``).
+PREVIEW_LIMIT: Final = 1000
+_MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _normalise(container: dict[str, Any], key: str) -> list[BaseMessage]:
+    """Give every message under ``container[key]`` an id, in place; return them as messages.
+
+    ``add_messages`` keeps an existing id, so the id assigned here is the one the state holds.
+    Message-like items (dicts, ``(role, text)`` tuples, strings) are converted and put back
+    into the container as messages, so the state receives exactly the objects returned.
+    """
+    raw = container.get(key)
+    if raw is None:
+        return []
+    if isinstance(raw, BaseMessage | str | dict) or (
+        isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[0], str)
+    ):
+        items: list[Any] = [raw]
+    elif isinstance(raw, list | tuple):
+        items = raw if isinstance(raw, list) else list(raw)
+    else:
+        return []
+    replaced = items is not raw
+    out: list[BaseMessage] = []
+    for index, item in enumerate(items):
+        if isinstance(item, BaseMessage):
+            message = item
+        else:
+            try:
+                message = convert_to_messages([item])[0]
+            except (ValueError, TypeError, NotImplementedError):
+                continue  # not a message; LangGraph will report it to the caller
+            items[index] = message
+            replaced = True
+        if message.type not in _MESSAGE_TYPES:
+            continue  # RemoveMessage and other state operations are not messages
+        if message.id is None:
+            message.id = _new_id()
+        out.append(message)
+    if replaced:
+        container[key] = items
+    return out
+
+
+def assign_input_ids(inputs: Any) -> list[BaseMessage]:
+    """The messages of a root input, each with the id the state will hold (set in place)."""
+    if isinstance(inputs, dict):
+        return _normalise(inputs, "messages")
+    return []
+
+
+def _updates(output: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(output, dict):
+        yield output
+        return
+    update = getattr(output, "update", None)  # langgraph.types.Command
+    if isinstance(update, dict):
+        yield update
+        return
+    if isinstance(output, list | tuple):
+        for item in output:
+            if isinstance(item, dict):
+                yield item
+            else:
+                inner = getattr(item, "update", None)
+                if isinstance(inner, dict):
+                    yield inner
+
+
+def output_messages(output: Any) -> list[BaseMessage]:
+    """The messages a node writes to ``messages`` (dict, ``Command`` or a list of them)."""
+    messages: list[BaseMessage] = []
+    for update in _updates(output):
+        messages.extend(_normalise(update, "messages"))
+    return messages
+
+
+def removes_messages(output: Any) -> bool:
+    """Whether a node output removes messages (``RemoveMessage``): a rewrite of the history."""
+    for update in _updates(output):
+        raw = update.get("messages")
+        items = raw if isinstance(raw, list | tuple) else [raw]
+        if any(isinstance(item, BaseMessage) and item.type == "remove" for item in items):
+            return True
+    return False
+
+
+def input_summary(inputs: Any) -> dict[str, Any]:
+    """A small description of a root input (kind, keys, message count), never its content."""
+    if isinstance(inputs, dict):
+        raw = inputs.get("messages")
+        count = len(raw) if isinstance(raw, list | tuple) else (0 if raw is None else 1)
+        return {"kind": "state", "keys": sorted(map(str, inputs)), "message_count": count}
+    if hasattr(inputs, "resume") and hasattr(inputs, "goto"):
+        return {"kind": "command", "resume": getattr(inputs, "resume", None) is not None}
+    return {"kind": type(inputs).__name__}
+
+
+def prompt_tail(
+    messages: Sequence[BaseMessage], budget: int, max_messages: int = 3
+) -> dict[str, Any]:
+    """The prompt's last messages as ``{"type", "id", "text"}`` within ``budget`` characters.
+
+    Runs on the writer thread. Replay does not need the prompt (``llm.start`` lists every
+    message id); this is only a readable excerpt, so its cost stays flat as the thread grows.
+    """
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for message in reversed(messages[-max_messages:]):
+        text = text_of(message.content)
+        room = budget - used
+        if room <= 0:
+            break
+        kept.append({"type": message.type, "id": message.id, "text": text[:room]})
+        used += min(len(text), room)
+    kept.reverse()
+    return {"messages": kept, "omitted_messages": len(messages) - len(kept)}
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content (a string, or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str | dict)
+        ]
+        return "".join(parts)
+    return str(content)
+
+
+def tool_end_content(name: str, output: Any) -> dict[str, Any]:
+    """The content of ``tool.end``: the tool's name and a preview of its output (writer)."""
+    return {"name": name, "output": output_preview(output)}
+
+
+def output_preview(output: Any, limit: int = PREVIEW_LIMIT) -> dict[str, Any]:
+    """A tool output as ``{"text", "status", "chars"}``, the text cut to ``limit`` (writer)."""
+    content = getattr(output, "content", output)
+    text = text_of(content) if isinstance(content, str | list) else repr(content)
+    return {"text": text[:limit], "status": getattr(output, "status", None), "chars": len(text)}
+
+
+def scalar_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The scalar entries of a model's invocation parameters (tool schemas are left out)."""
+    if not params:
+        return {}
+    return {
+        k: v
+        for k, v in params.items()
+        if isinstance(v, str | int | float | bool) and not k.startswith("_")
+    }
+
+
+def response_usage(response: Any) -> tuple[dict[str, int], BaseMessage | None]:
+    """``(usage, message)`` of a model response (``LLMResult``); usage may be empty."""
+    message: BaseMessage | None = None
+    try:
+        generation = response.generations[0][0]
+        message = getattr(generation, "message", None)
+    except (AttributeError, IndexError, TypeError):
+        pass
+    raw = getattr(message, "usage_metadata", None)
+    usage: dict[str, int] = {}
+    if raw:
+        usage["input_tokens"] = int(raw.get("input_tokens") or 0)
+        usage["output_tokens"] = int(raw.get("output_tokens") or 0)
+        usage["total_tokens"] = int(raw.get("total_tokens") or 0)
+        details = raw.get("input_token_details") or {}
+        usage["cache_read_tokens"] = int(details.get("cache_read") or 0)
+    else:
+        token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
+        if token_usage:
+            usage["input_tokens"] = int(token_usage.get("prompt_tokens") or 0)
+            usage["output_tokens"] = int(token_usage.get("completion_tokens") or 0)
+            usage["total_tokens"] = int(token_usage.get("total_tokens") or 0)
+            usage["cache_read_tokens"] = 0
+    return usage, message
+
+
+def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
+    """Add ``usage`` into ``total`` key by key."""
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + value
+
+
+def error_summary(error: BaseException) -> dict[str, str]:
+    """``{"error_type", "error"}`` of an exception, its text cut to ``ERROR_TEXT_LIMIT``."""
+    return {"error_type": type(error).__name__, "error": str(error)[:ERROR_TEXT_LIMIT]}

@@ -1,0 +1,161 @@
+"""SQL of the PostgreSQL backend: versioned migrations and named statements.
+
+``MIGRATIONS`` is append-only: the index of a migration plus one is the schema version it
+produces, recorded in ``runjournal_schema_version``. Never edit a released migration; add one.
+
+Storage choices:
+
+* ``content`` and ``metadata`` are ``json`` columns holding the canonical text of
+  :func:`journal.encoding.dumps`. ``json`` (unlike ``jsonb``) keeps the text exactly as
+  written, so every value round-trips: ``jsonb`` would reject ``\\u0000`` in strings and turn
+  numbers into ``numeric`` (``1e300`` would come back as an ``int``). The JSON operators still
+  work on ``json`` columns for ad-hoc queries.
+* ``created_at`` is ``timestamptz`` (microseconds, like Python's ``datetime``).
+* The gap-free seq comes from ``runjournal_thread_heads``: each append bumps its thread's head
+  row inside the write transaction (``INSERT … ON CONFLICT … DO UPDATE … RETURNING``), which
+  locks the row until commit, so writers of one thread serialise and a rolled-back batch
+  leaves no gap.
+* A trigger rejects every UPDATE, DELETE and TRUNCATE of events except a DELETE inside a
+  transaction that ran ``SET LOCAL runjournal.allow_delete = 'on'`` (``delete_thread``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ADVISORY_LOCK_KEY",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+]
+
+#: Key of the transaction advisory lock held while migrating (concurrent first opens).
+ADVISORY_LOCK_KEY: Final = 0x72756E6A  # "runj"
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    # 1: events, thread heads, indexes, append-only trigger
+    """
+    CREATE TABLE runjournal_events (
+        thread_id  text        NOT NULL,
+        seq        bigint      NOT NULL CHECK (seq >= 1),
+        event_id   text        NOT NULL,
+        run_id     text        NOT NULL,
+        category   text        NOT NULL,
+        event_type text        NOT NULL,
+        content    json        NOT NULL,
+        metadata   json        NOT NULL,
+        created_at timestamptz NOT NULL,
+        CONSTRAINT runjournal_events_thread_seq UNIQUE (thread_id, seq),
+        CONSTRAINT runjournal_events_event_id UNIQUE (event_id)
+    );
+    CREATE INDEX runjournal_events_run ON runjournal_events (thread_id, run_id, seq);
+    CREATE INDEX runjournal_events_type ON runjournal_events (thread_id, event_type, seq);
+    CREATE TABLE runjournal_thread_heads (
+        thread_id     text        PRIMARY KEY,
+        last_seq      bigint      NOT NULL,
+        last_event_at timestamptz NOT NULL
+    );
+    CREATE INDEX runjournal_thread_heads_recent
+        ON runjournal_thread_heads (last_event_at DESC, thread_id COLLATE "C" DESC);
+    CREATE FUNCTION runjournal_events_append_only() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE'
+           AND current_setting('runjournal.allow_delete', true) = 'on' THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'runjournal events are append-only (% rejected)', TG_OP
+            USING ERRCODE = 'restrict_violation';
+    END;
+    $$;
+    CREATE TRIGGER runjournal_events_append_only
+        BEFORE UPDATE OR DELETE OR TRUNCATE ON runjournal_events
+        FOR EACH STATEMENT EXECUTE FUNCTION runjournal_events_append_only();
+    """,
+)
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+CREATE_VERSION_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS runjournal_schema_version (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+LOCK_MIGRATIONS: Final = "SELECT pg_advisory_xact_lock(%s)"
+SELECT_VERSION: Final = "SELECT coalesce(max(version), 0) FROM runjournal_schema_version"
+INSERT_VERSION: Final = "INSERT INTO runjournal_schema_version (version) VALUES (%s)"
+HAS_VERSION_TABLE: Final = "SELECT to_regclass('runjournal_schema_version') IS NOT NULL"
+
+EVENT_COLUMNS: Final = (
+    "thread_id, seq, event_id, run_id, category, event_type, "
+    "content::text, metadata::text, created_at"
+)
+
+SELECT_EXISTING: Final = (
+    f"SELECT {EVENT_COLUMNS} FROM runjournal_events WHERE event_id = ANY(%b::text[])"
+)
+
+# Appends the events of one thread in one statement: bumps the thread's head row by
+# %(count)s (the row stays locked until commit, which serialises writers of the thread and
+# rolls the bump back with a failed batch) and inserts the events numbered from the old head
+# on, in array order. Returns the new last seq. last_event_at is the created_at of the
+# thread's highest seq, as list_threads reports it.
+APPEND_THREAD: Final = """
+WITH head AS (
+    INSERT INTO runjournal_thread_heads AS h (thread_id, last_seq, last_event_at)
+    VALUES (%(thread_id)s, %(count)s::bigint, %(last_event_at)s)
+    ON CONFLICT (thread_id) DO UPDATE
+    SET last_seq = h.last_seq + EXCLUDED.last_seq,
+        last_event_at = EXCLUDED.last_event_at
+    RETURNING last_seq
+), inserted AS (
+    INSERT INTO runjournal_events
+        (thread_id, seq, event_id, run_id, category, event_type, content, metadata, created_at)
+    SELECT %(thread_id)s, head.last_seq - %(count)s::bigint + e.n, e.event_id, e.run_id,
+           e.category, e.event_type, e.content, e.metadata, e.created_at
+    FROM head, unnest(
+        %(event_id)b::text[], %(run_id)b::text[], %(category)b::text[],
+        %(event_type)b::text[], %(content)b::json[], %(metadata)b::json[],
+        %(created_at)b::timestamptz[]
+    ) WITH ORDINALITY
+      AS e(event_id, run_id, category, event_type, content, metadata, created_at, n)
+)
+SELECT last_seq FROM head
+"""
+
+SELECT_LAST_SEQ: Final = "SELECT last_seq FROM runjournal_thread_heads WHERE thread_id = %s"
+
+LOCK_HEAD: Final = "SELECT 1 FROM runjournal_thread_heads WHERE thread_id = %s FOR UPDATE"
+ALLOW_DELETE: Final = "SET LOCAL runjournal.allow_delete = 'on'"
+DELETE_EVENTS: Final = (
+    "WITH gone AS (DELETE FROM runjournal_events WHERE thread_id = %s RETURNING 1) "
+    "SELECT count(*) FROM gone"
+)
+DELETE_HEAD: Final = "DELETE FROM runjournal_thread_heads WHERE thread_id = %s"
+
+# Thread summaries from the head table (recency order via its index); the per-thread
+# subqueries use the (thread_id, run_id, seq) index and the (thread_id, seq) unique index.
+LIST_THREADS: Final = """
+SELECT h.thread_id, h.last_seq,
+       (SELECT count(DISTINCT e.run_id) FROM runjournal_events e
+         WHERE e.thread_id = h.thread_id),
+       (SELECT e.created_at FROM runjournal_events e
+         WHERE e.thread_id = h.thread_id AND e.seq = 1),
+       h.last_event_at
+FROM runjournal_thread_heads h
+ORDER BY h.last_event_at DESC, h.thread_id COLLATE "C" DESC
+LIMIT %s OFFSET %s
+"""
+
+LIST_RUNS: Final = """
+SELECT run_id, min(seq), max(seq), count(*),
+       (array_agg(created_at ORDER BY seq))[1],
+       (array_agg(created_at ORDER BY seq DESC))[1],
+       (array_agg(event_type ORDER BY seq DESC)
+            FILTER (WHERE category = 'lifecycle'))[1]
+FROM runjournal_events
+WHERE thread_id = %s
+GROUP BY run_id
+ORDER BY min(seq)
+"""

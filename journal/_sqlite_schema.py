@@ -1,0 +1,158 @@
+"""SQL of the SQLite backend: the versioned migrations and the statements of the hot paths.
+
+``MIGRATIONS`` is append-only: the schema version of a database is the number of migrations
+applied to it, so migration ``i`` (0-based) brings a database from version ``i`` to ``i + 1``.
+Never edit a released migration; add a new one.
+
+Layout (version 1):
+
+* ``events``: one row per event; ``content``/``metadata`` are canonical JSON text
+  (:func:`journal.encoding.dumps`), ``created_at`` is integer microseconds since the Unix epoch
+  (UTC), so it round-trips exactly. ``UNIQUE(thread_id, seq)`` serves both cursors of a page
+  read; ``UNIQUE(event_id)`` is the idempotency key; ``(thread_id, category, seq)`` and
+  ``(thread_id, run_id, seq)`` keep filtered reads and ``list_runs`` off full-thread scans.
+* ``thread_heads``: the per-thread seq counter (``last_seq``), bumped in the same transaction
+  as the insert, plus the first/last event times that ``list_threads`` reports.
+* ``delete_grants``: a thread id is present only inside ``delete_thread``'s transaction; the
+  triggers reject every UPDATE of an event and every DELETE without a grant.
+* ``schema_version``: a single row holding the version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from sqlite_utils import Database
+
+__all__ = [
+    "BUMP_HEAD_SQL",
+    "COUNT_SQL",
+    "DELETE_EVENTS_SQL",
+    "DELETE_HEAD_SQL",
+    "EVENT_COLUMNS",
+    "GRANT_DELETE_SQL",
+    "INSERT_EVENT_SQL",
+    "LAST_SEQ_SQL",
+    "LIST_RUNS_SQL",
+    "LIST_THREADS_SQL",
+    "MIGRATIONS",
+    "REVOKE_DELETE_SQL",
+    "SCHEMA_VERSION",
+    "SELECT_EVENTS_SQL",
+    "migrate",
+    "read_version",
+]
+
+
+def _v1(db: Database) -> None:
+    db.table("events").create(
+        {
+            "pk": int,
+            "event_id": str,
+            "thread_id": str,
+            "seq": int,
+            "run_id": str,
+            "category": str,
+            "event_type": str,
+            "content": str,
+            "metadata": str,
+            "created_at": int,
+        },
+        pk="pk",
+        not_null={
+            "event_id",
+            "thread_id",
+            "seq",
+            "run_id",
+            "category",
+            "event_type",
+            "content",
+            "metadata",
+            "created_at",
+        },
+    )
+    events = db.table("events")
+    events.create_index(["event_id"], index_name="events_event_id", unique=True)
+    events.create_index(["thread_id", "seq"], index_name="events_thread_seq", unique=True)
+    events.create_index(["thread_id", "category", "seq"], index_name="events_thread_category_seq")
+    events.create_index(["thread_id", "run_id", "seq"], index_name="events_thread_run_seq")
+    db.table("thread_heads").create(
+        {"thread_id": str, "last_seq": int, "first_event_at": int, "last_event_at": int},
+        pk="thread_id",
+        not_null={"last_seq", "first_event_at", "last_event_at"},
+    )
+    db.table("thread_heads").create_index(
+        ["last_event_at", "thread_id"], index_name="thread_heads_recent"
+    )
+    db.table("delete_grants").create({"thread_id": str}, pk="thread_id")
+    db.execute(
+        "CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'runjournal events are append-only: UPDATE is rejected'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events "
+        "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
+        "BEGIN SELECT RAISE(ABORT, 'runjournal events are append-only: use delete_thread'); END"
+    )
+
+
+#: Append-only; index + 1 is the schema version the migration produces.
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1,)
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+def read_version(db: Database) -> int:
+    """The schema version of ``db``: 0 for a database runjournal never touched."""
+    if not db["schema_version"].exists():
+        return 0
+    row = db.execute("SELECT version FROM schema_version").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def migrate(db: Database, current: int) -> None:
+    """Apply the migrations after ``current``; the caller holds the write transaction."""
+    if current == 0 and not db["schema_version"].exists():
+        db.table("schema_version").create({"version": int}, not_null={"version"})
+        db.execute("INSERT INTO schema_version (version) VALUES (0)")
+    for migration in MIGRATIONS[current:]:
+        migration(db)
+    db.execute("UPDATE schema_version SET version = ?", [SCHEMA_VERSION])
+
+
+EVENT_COLUMNS: Final = (
+    "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
+)
+INSERT_EVENT_SQL: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: Followed by a WHERE clause built from bound parameters only.
+SELECT_EVENTS_SQL: Final = f"SELECT {EVENT_COLUMNS} FROM events"
+COUNT_SQL: Final = "SELECT COUNT(*) FROM events"
+LAST_SEQ_SQL: Final = "SELECT last_seq FROM thread_heads WHERE thread_id = ?"
+#: Parameters: thread_id, number of new events, created_at of the first and of the last one.
+#: Returns the thread's new last_seq; needs SQLite >= 3.35 (RETURNING).
+BUMP_HEAD_SQL: Final = (
+    "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
+    "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "last_seq = last_seq + excluded.last_seq, last_event_at = excluded.last_event_at "
+    "RETURNING last_seq"
+)
+GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
+DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"
+DELETE_HEAD_SQL: Final = "DELETE FROM thread_heads WHERE thread_id = ?"
+REVOKE_DELETE_SQL: Final = "DELETE FROM delete_grants WHERE thread_id = ?"
+#: event_count is last_seq: seqs are gap-free and only whole threads are ever deleted.
+LIST_THREADS_SQL: Final = (
+    "SELECT h.thread_id, h.last_seq, h.first_event_at, h.last_event_at, "
+    "(SELECT COUNT(DISTINCT e.run_id) FROM events e WHERE e.thread_id = h.thread_id) "
+    "FROM thread_heads h ORDER BY h.last_event_at DESC, h.thread_id DESC LIMIT ? OFFSET ?"
+)
+LIST_RUNS_SQL: Final = (
+    "SELECT r.run_id, r.first_seq, r.last_seq, r.n, "
+    "(SELECT created_at FROM events WHERE thread_id = :t AND seq = r.first_seq), "
+    "(SELECT created_at FROM events WHERE thread_id = :t AND seq = r.last_seq), "
+    "(SELECT event_type FROM events WHERE thread_id = :t AND run_id = r.run_id "
+    " AND category = :lifecycle ORDER BY seq DESC LIMIT 1) "
+    "FROM (SELECT run_id, MIN(seq) AS first_seq, MAX(seq) AS last_seq, COUNT(*) AS n "
+    "      FROM events WHERE thread_id = :t GROUP BY run_id) AS r "
+    "ORDER BY r.first_seq"
+)

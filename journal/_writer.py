@@ -1,0 +1,322 @@
+"""The ordered, bounded buffer of a ``RunJournal`` and the background thread that writes it.
+
+Guarantees:
+
+* Events are written in the order they were put, per thread (a thread's events never overtake
+  each other, whether they go to the store or to the spool).
+* The writer flushes when ``max_batch`` events wait, at least every ``flush_interval`` seconds,
+  and on :meth:`wake` / :meth:`flush`.
+* A failed batch is retried with backoff under the same ``event_id`` values (the store skips
+  ids it already holds, so an unknown outcome never duplicates). After the retry budget the
+  batch goes to the spool, and so does every later event of the same thread until the spool
+  is replayed, so that seqs keep the order events happened in.
+* The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
+  Anything dropped is reported to ``on_drop`` and logged, never silent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import uuid
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, NamedTuple
+
+import structlog
+
+from journal.spool import Spool
+from journal.store import RunEventStore
+
+__all__ = ["Lazy", "Pending", "Writer"]
+
+_log = structlog.get_logger(__name__)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Pending(NamedTuple):
+    """An event as the callback path queues it: cheap references, converted by the writer."""
+
+    thread_id: str
+    run_id: str
+    category: str
+    event_type: str
+    content: Any
+    metadata: dict[str, Any]
+    created_us: int
+
+
+class Lazy(NamedTuple):
+    """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap)."""
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+class _Control:
+    """A request executed by the writer thread in buffer order (flush marker, spool replay)."""
+
+    def __init__(self, action: Callable[[], Any] | None = None) -> None:
+        self.action = action
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+DropHandler = Callable[[str, int], None]
+_EXIT_TIMEOUT: Final = 10.0
+
+
+def _close_at_exit(ref: weakref.ref[Writer]) -> None:
+    writer = ref()
+    if writer is not None and not writer.close(_EXIT_TIMEOUT):
+        _log.error("journal_exit_flush_timed_out", count=len(writer._items))
+
+
+class Writer:
+    """A background thread that drains an ordered buffer into a store, spooling on failure."""
+
+    def __init__(
+        self,
+        store: RunEventStore,
+        spool: Spool,
+        *,
+        max_batch: int = 500,
+        max_buffer: int = 100_000,
+        flush_interval: float = 0.1,
+        retry_delays: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0),
+        down_cooldown: float = 1.0,
+        on_drop: DropHandler | None = None,
+    ) -> None:
+        self.store = store
+        self.spool = spool
+        self.max_batch = max_batch
+        self.max_buffer = max_buffer
+        self.flush_interval = flush_interval
+        self.retry_delays = tuple(retry_delays)
+        self.down_cooldown = down_cooldown
+        self.on_drop = on_drop
+        self.spooled_count = 0
+        self._items: deque[Pending | _Control] = deque()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._spooled_threads: set[str] = set()
+        self._down_until = 0.0
+
+    # -- producer side (callback path: no I/O, O(1)) ---------------------------------------
+
+    def put(self, item: Pending) -> bool:
+        """Queue ``item``; ``False`` (nothing queued) when the buffer is full or closed."""
+        if self._closed or len(self._items) >= self.max_buffer:
+            return False
+        self._items.append(item)
+        if self._thread is None:
+            self._start()
+        if len(self._items) >= self.max_batch:
+            self.wake()
+        return True
+
+    def wake(self) -> None:
+        """Ask the writer to write what is queued now, without waiting for it."""
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until everything queued before the call is written or spooled.
+
+        Returns ``False`` if ``timeout`` expired first.
+        """
+        return self._run_control(_Control(), timeout)
+
+    def replay_spool(self, timeout: float | None = None) -> int:
+        """Replay the spool into the store in buffer order; return how many events it held.
+
+        Runs on the writer thread after everything queued before the call, so replayed events
+        keep their place; once the spool is replayed, spooled threads write to the store again.
+        """
+        control = _Control(self._replay)
+        if not self._run_control(control, timeout):
+            raise TimeoutError("the spool replay did not finish in time")
+        if control.error is not None:
+            raise control.error
+        return int(control.result)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flush, then stop the writer thread. Idempotent; later puts are refused."""
+        if self._closed:
+            return True
+        ok = self.flush(timeout)
+        self._closed = True
+        self._wake.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return ok
+
+    def _run_control(self, control: _Control, timeout: float | None) -> bool:
+        if self._closed:
+            return True
+        self._items.append(control)
+        if self._thread is None:
+            self._start()
+        self._wake.set()
+        return control.done.wait(timeout)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._loop, name="runjournal-writer", daemon=True)
+                thread.start()
+                self._thread = thread
+                # the thread is a daemon: write what is queued when the interpreter exits
+                atexit.register(_close_at_exit, weakref.ref(self))
+
+    # -- writer thread ---------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            try:
+                self._drain()
+            except Exception:  # the writer must survive anything; events were counted
+                _log.exception("journal_writer_failed")
+            if self._closed and not self._items:
+                return
+
+    def _drain(self) -> None:
+        batch: list[Pending] = []
+        while self._items:
+            item = self._items.popleft()
+            if isinstance(item, _Control):
+                self._write(batch)
+                batch = []
+                self._execute(item)
+                continue
+            batch.append(item)
+            if len(batch) >= self.max_batch:
+                self._write(batch)
+                batch = []
+        self._write(batch)
+
+    def _execute(self, control: _Control) -> None:
+        try:
+            if control.action is not None:
+                control.result = control.action()
+        except BaseException as e:  # handed back to the caller waiting on it
+            control.error = e
+        finally:
+            control.done.set()
+
+    def _build(self, batch: list[Pending]) -> list[dict[str, Any]]:
+        """Turn queued items into event mappings with their final ``event_id``.
+
+        Mappings, not ``NewEvent`` objects: the store validates them once in ``prepare``
+        (a ``NewEvent`` would be validated here and deep-copied there, doubling the cost).
+        """
+        events: list[dict[str, Any]] = []
+        for p in batch:
+            content = p.content
+            if type(content) is Lazy:
+                try:
+                    content = content.func(*content.args)
+                except Exception:  # a broken object must not stop the writer
+                    _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
+                    self._dropped(p.run_id, 1)
+                    continue
+            events.append(
+                {
+                    "event_id": str(uuid.uuid4()),
+                    "thread_id": p.thread_id,
+                    "run_id": p.run_id,
+                    "category": p.category,
+                    "event_type": p.event_type,
+                    "content": content,
+                    "metadata": p.metadata,
+                    "created_at": _EPOCH + timedelta(microseconds=p.created_us),
+                }
+            )
+        return events
+
+    def _write(self, batch: list[Pending]) -> None:
+        if not batch:
+            return
+        events = self._build(batch)
+        if time.monotonic() < self._down_until:
+            to_spool, to_store = events, []
+        else:
+            to_spool = [e for e in events if e["thread_id"] in self._spooled_threads]
+            to_store = [e for e in events if e["thread_id"] not in self._spooled_threads]
+        if to_store and not self._append_with_retry(to_store):
+            self._down_until = time.monotonic() + self.down_cooldown
+            to_spool = [*to_spool, *to_store]
+            to_spool.sort(key=lambda e: e["created_at"])  # keep buffer order across the split
+        if to_spool:
+            self._to_spool(to_spool)
+
+    def _append_with_retry(self, events: list[dict[str, Any]]) -> bool:
+        for attempt, delay in enumerate((*self.retry_delays, None)):
+            try:
+                self.store.append(events)
+                return True
+            except (ValueError, TypeError):
+                return self._append_one_by_one(events)
+            except Exception as e:
+                _log.warning(
+                    "journal_append_failed",
+                    attempt=attempt + 1,
+                    count=len(events),
+                    error_type=type(e).__name__,
+                )
+                if delay is None:
+                    return False
+                time.sleep(delay)
+        return False  # pragma: no cover - the loop always returns
+
+    def _append_one_by_one(self, events: list[dict[str, Any]]) -> bool:
+        for event in events:
+            try:
+                self.store.append([event])
+            except (ValueError, TypeError):
+                _log.warning(
+                    "journal_event_rejected",
+                    run_id=event["run_id"],
+                    event_type=event["event_type"],
+                    count=1,
+                )
+                self._dropped(event["run_id"], 1)
+            except Exception:
+                return False  # pragma: no cover - the batch as a whole is retried later
+        return True
+
+    def _to_spool(self, events: list[dict[str, Any]]) -> None:
+        try:
+            self.spool.append(events)
+        except OSError as e:
+            _log.error(
+                "journal_spool_failed",
+                path=str(self.spool.path),
+                count=len(events),
+                error_type=type(e).__name__,
+            )
+            for event in events:
+                self._dropped(event["run_id"], 1)
+            return
+        self._spooled_threads.update(e["thread_id"] for e in events)
+        self.spooled_count += len(events)
+        _log.warning("journal_events_spooled", path=str(self.spool.path), count=len(events))
+
+    def _replay(self) -> int:
+        count = self.spool.replay(self.store)
+        self._spooled_threads.clear()
+        self._down_until = 0.0
+        return count
+
+    def _dropped(self, run_id: str, count: int) -> None:
+        if self.on_drop is not None:
+            self.on_drop(run_id, count)

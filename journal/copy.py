@@ -1,0 +1,170 @@
+"""``copy_store``: copy threads from one store to another, keeping seqs, ids and timestamps.
+
+Guarantees:
+
+* **Exact.** Every copied event keeps its ``event_id``, ``seq``, ``run_id``, ``created_at``,
+  ``content`` and ``metadata``: a target thread reads back equal to its source thread (give
+  the target content caps at least as large as the source's, or big contents are cut again).
+* **Idempotent and resumable.** A target thread that already holds a prefix of the source
+  thread is checked event by event and only the rest is appended; re-running copies nothing
+  twice, and a copy interrupted half-way resumes where it stopped.
+* **Never silently wrong.** A target thread that is not a prefix of its source thread (other
+  events, or more of them), or that receives other writes during the copy, raises
+  :class:`CopyConflictError` naming the thread and the seq; nothing is overwritten.
+
+Any two backends work (memory, SQLite, PostgreSQL); events travel in pages of ``batch_size``,
+each appended as one all-or-nothing batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import structlog
+
+from journal.errors import JournalError
+from journal.events import validate_id
+from journal.store import RunEventStore
+
+__all__ = ["CopyConflictError", "CopySummary", "ProgressCallback", "copy_store"]
+
+log = structlog.get_logger(__name__)
+
+#: Called as ``progress(thread_id, count)`` after each page: ``count`` more source events are
+#: now in the target (copied, or found already there). The counts add up to the events copied
+#: plus those already present, so a progress bar over all source events ends full.
+ProgressCallback = Callable[[str, int], None]
+
+_PAGE_LIST_THREADS = 1000
+
+
+class CopyConflictError(JournalError):
+    """A target thread holds events that are not a prefix of the source thread."""
+
+
+@dataclass(frozen=True)
+class CopySummary:
+    """What :func:`copy_store` did: threads visited, events appended, events already there."""
+
+    threads: int
+    copied: int
+    already_present: int
+
+
+def copy_store(
+    source: RunEventStore,
+    target: RunEventStore,
+    *,
+    thread_ids: Iterable[str] | None = None,
+    batch_size: int = 500,
+    progress: ProgressCallback | None = None,
+) -> CopySummary:
+    """Copy ``thread_ids`` (default: every thread of ``source``) into ``target``.
+
+    Each target thread must be empty or an exact prefix of its source thread; it ends equal
+    to the source thread as it was when its copy began. Raises :class:`CopyConflictError` if
+    a target thread diverges, ``ValueError``/``TypeError`` for bad arguments, and the stores'
+    ``StoreError`` when a backend fails (pages already appended stay; re-run to resume).
+    """
+    if source is target:
+        raise ValueError("source and target are the same store; copy between two stores")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if isinstance(thread_ids, str):
+        raise TypeError("thread_ids takes a collection of thread ids; wrap one id in a list")
+    threads = (
+        list(_all_threads(source))
+        if thread_ids is None
+        else [validate_id(t, "thread_ids") for t in dict.fromkeys(thread_ids)]
+    )
+    copied = present = 0
+    for thread_id in threads:
+        thread_copied, thread_present = _copy_thread(
+            source, target, thread_id, batch_size, progress
+        )
+        copied += thread_copied
+        present += thread_present
+    summary = CopySummary(threads=len(threads), copied=copied, already_present=present)
+    log.info("store_copied", threads=summary.threads, copied=copied, already_present=present)
+    return summary
+
+
+def _all_threads(store: RunEventStore) -> Iterator[str]:
+    offset = 0
+    seen: set[str] = set()
+    while True:
+        page = store.list_threads(limit=_PAGE_LIST_THREADS, offset=offset)
+        for summary in page:
+            if summary.thread_id not in seen:  # recency order can shift between pages
+                seen.add(summary.thread_id)
+                yield summary.thread_id
+        if len(page) < _PAGE_LIST_THREADS:
+            return
+        offset += len(page)
+
+
+def _copy_thread(
+    source: RunEventStore,
+    target: RunEventStore,
+    thread_id: str,
+    batch_size: int,
+    progress: ProgressCallback | None,
+) -> tuple[int, int]:
+    """Copy one thread; return (events appended, events already present)."""
+    end = source.last_seq(thread_id)  # a fixed end: later source writes wait for a re-run
+    present = _check_prefix(source, target, thread_id, end, batch_size, progress)
+    copied = 0
+    while present + copied < end:
+        after = present + copied
+        page = source.read(thread_id, after_seq=after, limit=min(batch_size, end - after))
+        if not page:
+            raise CopyConflictError(
+                f"source thread {thread_id!r} lost events during the copy (seq "
+                f"{present + copied + 1}); was it deleted?"
+            )
+        stored = target.append(page)
+        for want, got in zip(page, stored, strict=True):
+            if got != want:
+                raise CopyConflictError(
+                    f"target thread {thread_id!r} diverged while copying: source event "
+                    f"{want.event_id!r} (seq {want.seq}) was stored as "
+                    f"{got.event_id!r} in thread {got.thread_id!r} at seq {got.seq}"
+                )
+        copied += len(page)
+        if progress is not None:
+            progress(thread_id, len(page))
+    log.debug("thread_copied", thread_id=thread_id, count=copied, already_present=present)
+    return copied, present
+
+
+def _check_prefix(
+    source: RunEventStore,
+    target: RunEventStore,
+    thread_id: str,
+    end: int,
+    batch_size: int,
+    progress: ProgressCallback | None,
+) -> int:
+    """Check the target thread is a prefix of the source; return its length."""
+    have = target.last_seq(thread_id)
+    if have > end:
+        raise CopyConflictError(
+            f"target thread {thread_id!r} has {have} events, the source only {end}: "
+            "it is not a copy of this source"
+        )
+    cursor = 0
+    while cursor < have:
+        before = min(cursor + batch_size, have) + 1
+        theirs = source.read(thread_id, after_seq=cursor, before_seq=before)
+        ours = target.read(thread_id, after_seq=cursor, before_seq=before)
+        if not ours or theirs != ours:
+            seq = next((o.seq for t, o in zip(theirs, ours, strict=False) if t != o), cursor + 1)
+            raise CopyConflictError(
+                f"target thread {thread_id!r} differs from the source at seq {seq}: "
+                "it is not a copy of this source"
+            )
+        cursor += len(ours)
+        if progress is not None:
+            progress(thread_id, len(ours))
+    return have

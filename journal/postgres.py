@@ -1,0 +1,492 @@
+"""``PostgresEventStore``: the store contract on PostgreSQL, shared by processes and machines.
+
+Guarantees beyond the contract in :mod:`journal.store`:
+
+* **Across machines.** The per-thread seq comes from a head row bumped and locked inside the
+  write transaction (``INSERT … ON CONFLICT … DO UPDATE … RETURNING``, never ``max(seq)``),
+  so any number of writers on any number of hosts get gap-free seqs; a batch that fails or
+  whose writer dies is rolled back whole, head bump included.
+* **Idempotent under races.** An append first tries the batch optimistically (one statement
+  per thread: bump the head, insert the rows); if an ``event_id`` is already stored, the
+  unique index rejects it whole (no seq taken) and the append is retried in a transaction
+  that looks stored ids up first and returns their original records. Two writers racing
+  with the same new ``event_id`` end the same way: the loser retries and gets the winner's
+  record. Deadlocks, serialization failures and lost connections are retried too (up to 5
+  attempts).
+* **Fails fast.** ``connect_timeout`` bounds connecting and waiting for a pooled connection,
+  ``statement_timeout`` any one statement; a down server raises ``StoreUnavailableError``
+  (with the driver's reason, e.g. refused or unknown database) instead of hanging. psycopg
+  errors never leak: they are translated in :func:`_translate`.
+* **Native async.** ``aappend``/``aread`` run on psycopg's ``AsyncConnectionPool``, kept on a
+  private event loop thread (:mod:`journal._driver_loop`) so that callers on any loop, or
+  on several loops one after the other, share it and ``asyncio.run`` never inherits its
+  background tasks; the other async methods run the sync ones in a worker thread. Sync
+  methods use a ``ConnectionPool``. Both drivers run the same operation generators, so the
+  SQL and the row mapping exist once.
+* **Exact round trip.** ``content``/``metadata`` are stored as canonical JSON text in
+  ``json`` columns (see :mod:`journal._postgres_schema` for why not ``jsonb``).
+
+The schema is created and upgraded on open by versioned migrations (see
+:mod:`journal._postgres_schema`) under an advisory lock, so concurrent first opens are safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import AsyncExitStack, ExitStack
+from datetime import UTC
+from functools import partial
+from itertools import count
+from typing import Any, Final, TypeVar
+from urllib.parse import urlsplit
+
+import psycopg
+import psycopg.errors
+import structlog
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from journal import _postgres_schema as sql
+from journal._driver_loop import DriverLoop
+from journal.encoding import dumps_plain, loads
+from journal.errors import (
+    SchemaVersionError,
+    StoreCorruptError,
+    StoreError,
+    StoreUnavailableError,
+)
+from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
+from journal.events import status_from_lifecycle as _status
+from journal.store import RunEventStore
+
+__all__ = ["PostgresEventStore"]
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Query = tuple[str, Sequence[Any] | Mapping[str, Any] | None]
+#: An operation: yields queries, receives each query's rows, returns its result. An
+#: operation that must be atomic across statements yields ``BEGIN`` first.
+Op = Generator[Query, list[Row], T]
+BEGIN: Final[Query] = ("BEGIN", None)
+
+_MAX_ATTEMPTS: Final = 5
+
+
+def _translate(error: Exception, where: str) -> StoreError:
+    """The one place psycopg errors become ``journal.errors`` (never a password in text)."""
+    if isinstance(error, PoolTimeout | psycopg.OperationalError):
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            return StoreUnavailableError(f"{where}: statement timed out ({error})")
+        return StoreUnavailableError(f"{where}: cannot connect to PostgreSQL ({error})")
+    if isinstance(error, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return StoreCorruptError(f"{where}: not a runjournal schema ({error})")
+    return StoreError(f"{where}: {type(error).__name__}: {error}")
+
+
+def _retryable(error: Exception) -> bool:
+    """Whether running the operation again is safe and may succeed.
+
+    A lost connection (server restart, killed backend), a deadlock or a serialization
+    failure is: appends are idempotent and the other operations read, or delete a thread.
+    A statement timeout and a pool timeout are not: retrying would multiply the wait.
+    """
+    if isinstance(error, psycopg.errors.QueryCanceled | PoolTimeout):
+        return False
+    if isinstance(error, psycopg.OperationalError):
+        return True
+    return (
+        isinstance(error, psycopg.errors.UniqueViolation)
+        and error.diag.constraint_name == "runjournal_events_event_id"
+    )
+
+
+def _where(url: str) -> str:
+    """``host:port/db`` of ``url``, without credentials, for messages."""
+    parts = urlsplit(url)
+    return f"postgresql://{parts.hostname or ''}:{parts.port or 5432}{parts.path}"
+
+
+# -- row mapping (shared by sync and async) --------------------------------------------------
+
+
+def _to_event(row: Row) -> RunEvent:
+    thread_id, seq, event_id, run_id, category, event_type, content, metadata, created = row
+    return RunEvent.model_construct(
+        event_id=event_id,
+        thread_id=thread_id,
+        run_id=run_id,
+        category=category,
+        event_type=event_type,
+        content=loads(content),
+        metadata=loads(metadata),
+        created_at=created.astimezone(UTC),
+        seq=seq,
+    )
+
+
+# -- operations (shared by sync and async) ---------------------------------------------------
+
+
+def _append_attempts(events: Sequence[NewEvent]) -> Callable[[], Op[list[RunEvent]]]:
+    """Append operations for successive attempts: optimistic first, then checked.
+
+    The first attempt skips looking ids up: a single-thread batch is then one statement, so
+    one round trip. If an id is already stored the unique index rejects the whole statement
+    (no seq is taken) and every later attempt looks stored ids up first, in a transaction.
+    """
+    attempts = count()
+    return lambda: _append_op(events, checked=next(attempts) > 0)
+
+
+def _append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]]:
+    known: dict[str, RunEvent] = {}
+    fresh: dict[str, NewEvent] = {}
+    for event in events:
+        fresh.setdefault(event.event_id, event)
+    by_thread: dict[str, list[NewEvent]] = {}
+    for event in fresh.values():
+        by_thread.setdefault(event.thread_id, []).append(event)
+    if checked or len(by_thread) > 1:
+        yield BEGIN
+    if checked:
+        rows = yield sql.SELECT_EXISTING, (list(fresh),)
+        known = {record.event_id: record for record in map(_to_event, rows)}
+        by_thread = {
+            thread_id: kept
+            for thread_id, batch in by_thread.items()
+            if (kept := [e for e in batch if e.event_id not in known])
+        }
+    for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
+        batch = by_thread[thread_id]
+        [(last,)] = yield sql.APPEND_THREAD, _thread_params(thread_id, batch)
+        for seq, event in enumerate(batch, start=last - len(batch) + 1):
+            known[event.event_id] = RunEvent.model_construct(**dict(event), seq=seq)
+    return _results(events, known)
+
+
+def _thread_params(thread_id: str, batch: Sequence[NewEvent]) -> dict[str, Any]:
+    return {
+        "thread_id": thread_id,
+        "count": len(batch),
+        "last_event_at": batch[-1].created_at,
+        "event_id": [e.event_id for e in batch],
+        "run_id": [e.run_id for e in batch],
+        "category": [e.category for e in batch],
+        "event_type": [e.event_type for e in batch],
+        "content": [dumps_plain(e.content) for e in batch],
+        "metadata": [dumps_plain(e.metadata) for e in batch],
+        "created_at": [e.created_at for e in batch],
+    }
+
+
+def _results(events: Sequence[NewEvent], known: Mapping[str, RunEvent]) -> list[RunEvent]:
+    """The records in input order; an id repeated in the batch gets its own copy."""
+    result: list[RunEvent] = []
+    seen: set[str] = set()
+    for event in events:
+        record = known[event.event_id]  # new records are built from private prepared copies
+        result.append(record.model_copy(deep=True) if event.event_id in seen else record)
+        seen.add(event.event_id)
+    return result
+
+
+def _read_op(
+    thread_id: str,
+    after_seq: int | None,
+    before_seq: int | None,
+    limit: int | None,
+    flt: EventFilter,
+) -> Op[list[RunEvent]]:
+    where, params = _where_clause(thread_id, flt)
+    if after_seq is not None:
+        where += " AND seq > %s"
+        params.append(after_seq)
+    if before_seq is not None:
+        where += " AND seq < %s"
+        params.append(before_seq)
+    newest_first = before_seq is not None and limit is not None
+    query = (
+        f"SELECT {sql.EVENT_COLUMNS} FROM runjournal_events WHERE {where} "
+        f"ORDER BY seq {'DESC' if newest_first else 'ASC'} LIMIT %s"
+    )
+    rows = yield query, [*params, limit]
+    events = [_to_event(row) for row in rows]
+    return events[::-1] if newest_first else events
+
+
+def _where_clause(thread_id: str, flt: EventFilter) -> tuple[str, list[Any]]:
+    where = "thread_id = %s"
+    params: list[Any] = [thread_id]
+    for column, values in (
+        ("category", flt.category),
+        ("event_type", flt.event_type),
+        ("run_id", flt.run_id),
+    ):
+        if values is not None:
+            where += f" AND {column} = ANY(%s::text[])"
+            params.append(sorted(values))
+    return where, params
+
+
+def _last_seq_op(thread_id: str) -> Op[int]:
+    rows = yield sql.SELECT_LAST_SEQ, (thread_id,)
+    return int(rows[0][0]) if rows else 0
+
+
+def _count_op(thread_id: str, flt: EventFilter) -> Op[int]:
+    where, params = _where_clause(thread_id, flt)
+    [(count,)] = yield f"SELECT count(*) FROM runjournal_events WHERE {where}", params
+    return int(count)
+
+
+def _list_threads_op(limit: int | None, offset: int) -> Op[list[ThreadSummary]]:
+    rows = yield sql.LIST_THREADS, (limit, offset)
+    return [
+        ThreadSummary(
+            thread_id=thread_id,
+            event_count=last_seq,  # seqs are gap-free from 1: the count is the last seq
+            last_seq=last_seq,
+            run_count=runs,
+            first_event_at=first.astimezone(UTC),
+            last_event_at=last.astimezone(UTC),
+        )
+        for thread_id, last_seq, runs, first, last in rows
+    ]
+
+
+def _list_runs_op(thread_id: str) -> Op[list[RunSummary]]:
+    rows = yield sql.LIST_RUNS, (thread_id,)
+    return [
+        RunSummary(
+            run_id=run_id,
+            thread_id=thread_id,
+            first_seq=first_seq,
+            last_seq=last_seq,
+            event_count=count,
+            started_at=started.astimezone(UTC),
+            last_event_at=last.astimezone(UTC),
+            status=_status(lifecycle),
+        )
+        for run_id, first_seq, last_seq, count, started, last, lifecycle in rows
+    ]
+
+
+def _delete_thread_op(thread_id: str) -> Op[int]:
+    yield BEGIN
+    yield sql.ALLOW_DELETE, None
+    yield sql.LOCK_HEAD, (thread_id,)  # waits for in-flight appends of the thread
+    [(count,)] = yield sql.DELETE_EVENTS, (thread_id,)
+    yield sql.DELETE_HEAD, (thread_id,)
+    return int(count)
+
+
+def _migrate_op() -> Op[int]:
+    yield BEGIN
+    yield sql.LOCK_MIGRATIONS, (sql.ADVISORY_LOCK_KEY,)
+    yield sql.CREATE_VERSION_TABLE, None
+    [(version,)] = yield sql.SELECT_VERSION, None
+    if version > sql.SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the database has runjournal schema version {version}; this runjournal knows "
+            f"up to {sql.SCHEMA_VERSION}: upgrade runjournal"
+        )
+    for index in range(version, sql.SCHEMA_VERSION):
+        yield sql.MIGRATIONS[index], None
+        yield sql.INSERT_VERSION, (index + 1,)
+    return sql.SCHEMA_VERSION - int(version)
+
+
+def _drive(conn: psycopg.Connection[Row], op: Op[T]) -> T:
+    """Run ``op`` on ``conn``: execute each query it yields and send back the rows."""
+    with ExitStack() as stack:
+        query = next(op)
+        if query is BEGIN:
+            stack.enter_context(conn.transaction())
+            query = next(op)
+        while True:
+            cursor = conn.execute(*query)
+            rows = cursor.fetchall() if cursor.description else []
+            try:
+                query = op.send(rows)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+
+
+async def _adrive(conn: psycopg.AsyncConnection[Row], op: Op[T]) -> T:
+    """Async :func:`_drive`."""
+    async with AsyncExitStack() as stack:
+        query = next(op)
+        if query is BEGIN:
+            await stack.enter_async_context(conn.transaction())
+            query = next(op)
+        while True:
+            cursor = await conn.execute(*query)
+            rows = await cursor.fetchall() if cursor.description else []
+            try:
+                query = op.send(rows)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+class PostgresEventStore(RunEventStore):
+    """A ``RunEventStore`` on PostgreSQL (psycopg 3 with connection pools).
+
+    ``url`` is a libpq URL (``postgresql://user:password@host:port/db``). ``connect_timeout``
+    (seconds) bounds getting a connection, ``statement_timeout`` (seconds) any one statement;
+    ``min_size``/``max_size`` size each pool. Opening creates or upgrades the schema and raises
+    ``StoreUnavailableError`` when the server cannot be reached, ``SchemaVersionError`` when
+    the schema is newer than this library.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 5.0,
+        statement_timeout: float = 30.0,
+        min_size: int = 1,
+        max_size: int = 8,
+        content_caps: Mapping[str, int] | None = None,
+    ) -> None:
+        super().__init__(content_caps=content_caps)
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
+            raise ValueError(f"PostgresEventStore needs a postgresql:// URL, got {url!r}")
+        for name, value in (("connect_timeout", connect_timeout),
+                            ("statement_timeout", statement_timeout)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+        if not 0 <= min_size <= max_size or max_size < 1:
+            raise ValueError("pool sizes need 0 <= min_size <= max_size and max_size >= 1")
+        self.url = url
+        self._where = _where(url)
+        self._timeout = float(connect_timeout)
+        self._sizes = (min_size, max_size)
+        self._kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, round(connect_timeout)),
+            "options": f"-c statement_timeout={int(statement_timeout * 1000)} -c TimeZone=UTC",
+            "application_name": "runjournal",
+        }
+        self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
+            url, kwargs=self._kwargs, min_size=min_size, max_size=max_size,
+            timeout=self._timeout, open=False, name="runjournal",
+        )  # fmt: skip
+        self._driver: DriverLoop | None = None  # async pool's home, made on first async use
+        self._apool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] | None = None
+        self._driver_lock = threading.Lock()
+        try:  # a direct connection first: its error says why (refused, no such database…)
+            with psycopg.connect(url, **self._kwargs) as conn:
+                applied = _drive(conn, _migrate_op())
+        except psycopg.Error as e:
+            raise _translate(e, self._where) from e
+        self._pool.open(wait=False)
+        log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
+
+    # -- drivers: pool, transaction and retry around an operation ----------------------------
+
+    def _run(self, make_op: Callable[[], Op[T]]) -> T:
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                with self._pool.connection() as conn:
+                    return _drive(conn, make_op())
+            except (psycopg.Error, PoolTimeout) as e:
+                self._give_up_unless_retryable(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _arun(self, make_op: Callable[[], Op[T]]) -> T:
+        driver = self._async_driver()
+        return await driver.run(self._arun_on_driver(make_op))
+
+    async def _arun_on_driver(self, make_op: Callable[[], Op[T]]) -> T:
+        pool = self._apool
+        assert pool is not None
+        await pool.open(wait=False)
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                async with pool.connection() as conn:
+                    return await _adrive(conn, make_op())
+            except (psycopg.Error, PoolTimeout) as e:
+                self._give_up_unless_retryable(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _give_up_unless_retryable(self, error: Exception, attempt: int) -> None:
+        if not (_retryable(error) and attempt < _MAX_ATTEMPTS):
+            raise _translate(error, self._where) from error
+        log.info("postgres_transaction_retry", attempt=attempt, error=type(error).__name__)
+
+    def _async_driver(self) -> DriverLoop:
+        with self._driver_lock:
+            self._check_open()
+            if self._driver is None:
+                self._driver = DriverLoop("runjournal-postgres-async")
+                self._apool = AsyncConnectionPool(
+                    self.url, kwargs=self._kwargs, min_size=self._sizes[0],
+                    max_size=self._sizes[1], timeout=self._timeout, open=False,
+                    name="runjournal-async",
+                )  # fmt: skip
+            return self._driver
+
+    # -- sync hooks ---------------------------------------------------------------------------
+
+    def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
+        return self._run(_append_attempts(events))
+
+    def _read(
+        self,
+        thread_id: str,
+        after_seq: int | None,
+        before_seq: int | None,
+        limit: int | None,
+        flt: EventFilter,
+    ) -> list[RunEvent]:
+        return self._run(partial(_read_op, thread_id, after_seq, before_seq, limit, flt))
+
+    def _last_seq(self, thread_id: str) -> int:
+        return self._run(partial(_last_seq_op, thread_id))
+
+    def _count(self, thread_id: str, flt: EventFilter) -> int:
+        return self._run(partial(_count_op, thread_id, flt))
+
+    def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
+        return self._run(partial(_list_threads_op, limit, offset))
+
+    def _list_runs(self, thread_id: str) -> list[RunSummary]:
+        return self._run(partial(_list_runs_op, thread_id))
+
+    def _delete_thread(self, thread_id: str) -> int:
+        count = self._run(partial(_delete_thread_op, thread_id))
+        log.info("thread_deleted", thread_id=thread_id, count=count)
+        return count
+
+    # -- async hooks (native driver) -----------------------------------------------------------
+
+    async def _aappend(self, events: Sequence[NewEvent]) -> list[RunEvent]:
+        return await self._arun(_append_attempts(events))
+
+    async def _aread(
+        self,
+        thread_id: str,
+        after_seq: int | None,
+        before_seq: int | None,
+        limit: int | None,
+        flt: EventFilter,
+    ) -> list[RunEvent]:
+        return await self._arun(partial(_read_op, thread_id, after_seq, before_seq, limit, flt))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        self._pool.close()
+        with self._driver_lock:
+            driver, pool, self._driver, self._apool = self._driver, self._apool, None, None
+        if driver is not None and pool is not None:
+            driver.call(pool.close(), timeout=15)
+            driver.stop()
+        log.info("postgres_store_closed", where=self._where)

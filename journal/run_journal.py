@@ -1,0 +1,348 @@
+"""``RunJournal``: a LangChain/LangGraph callback handler that journals every agent run.
+
+Attach one instance to any number of concurrent runs and threads
+(``graph.with_config(callbacks=[journal])`` or ``config["callbacks"]``). The thread is the root
+run's ``thread_id`` metadata (LangGraph copies ``configurable.thread_id`` there), else the
+constructor's ``thread_id``, else the root run id. The run is the root run
+(``config["run_id"]`` when given).
+
+Guarantees: the callback path does no I/O and never serialises node inputs; events keep the
+order they happened in (one buffer; ``created_at`` strictly increases in buffer order); a
+background thread writes them (by size, at least every ``flush_interval`` seconds, and when a
+run ends, fails or is cancelled); store failures never reach the run (retry under the same
+``event_id``, then the spool, see :mod:`journal.spool`); anything dropped is counted in the
+run's terminal event (``dropped_events``) and logged.
+
+Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
+the trace, message and middleware categories carries ``caller`` (``"agent"``,
+``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
+``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node).
+
+lifecycle
+  ``run.start``      content ``{"graph", "input": {"kind", "keys", "message_count"} | {"kind":
+                     "command", "resume"}}``; metadata ``{"thread_id_source"}``.
+  ``run.end``        content ``{"status": "success", "duration_ms", "usage", "usage_by_model",
+                     "message_counts", "dropped_events"}``; ``usage`` has ``input_tokens``,
+                     ``output_tokens``, ``total_tokens``, ``cache_read_tokens``;
+                     ``usage_by_model[model]`` the same plus ``calls``; ``message_counts`` maps
+                     ``human``/``ai``/``tool`` to the messages this run journaled.
+  ``run.error``      the ``run.end`` content with ``status: "error"``, ``error_type``, ``error``.
+                     Once per run (the root's failure), never per nested chain.
+  ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
+                     (``CancelledError`` / ``KeyboardInterrupt``).
+  ``run.interrupt``  the ``run.end`` content with ``status: "interrupted"``, ``interrupts``
+                     (``[{"id", "value"}]``) and ``checkpoint_id``. A paused run has no
+                     ``run.end``: ``run.interrupt`` is its last lifecycle event.
+  ``run.resume``     content ``{"checkpoint_id", "status"}``; the resumed run also starts with
+                     ``run.start``.
+
+message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
+the message has in the LangGraph state)
+  ``message.human``  the run's new input messages, at run start; an id already journaled in
+                     the thread is never recorded again (callers that resend the history).
+                     Input messages without an id get one in place before LangGraph maps the
+                     input, so the state keeps it. metadata ``caller: "user"``.
+  ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
+                     ``messages``: model answers, tool results (``ToolMessage``, the messages
+                     of a returned ``Command``, error results as ``status: "error"``), in the
+                     state's order: the results of parallel calls in the order of the calls.
+                     Messages a middleware hook adds (e.g. the result of a call a human
+                     rejected) carry ``caller: "middleware:<Class>"``; a hook output that
+                     removes messages (a summarization) is the ``middleware:summarize``
+                     event's business, not messages. metadata adds ``message_id`` and, for
+                     tools, ``tool_call_id``. Messages of nested graphs (subagents) are not the
+                     thread's messages: they appear as traces only, unless the nested graph is
+                     a node whose output the parent state takes in.
+                     Known limit: a hook that rewrites an existing message in place (same id,
+                     e.g. a human-in-the-loop "edit") is not journaled as a new message.
+
+trace
+  ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
+                     prompt messages, text within 4 KiB], "omitted_messages"}``; metadata
+                     adds ``model``, ``parameters`` (scalar invocation parameters),
+                     ``message_count``, ``message_ids`` (ids of every message sent, in
+                     order), ``llm_run_id``, ``lc_source`` and ``tags``.
+  ``llm.end``        content ``{"message_id", "tool_call_count"}``; metadata adds ``model``,
+                     ``usage``, ``latency_ms``, ``llm_run_id``.
+  ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,
+                     ``latency_ms``, ``llm_run_id``.
+  ``tool.start``     content ``{"name", "args"}``; metadata adds ``tool_call_id``,
+                     ``tool_run_id``.
+  ``tool.end``       content ``{"name", "output": {"text" (first 1000 chars), "status",
+                     "chars"}}``; metadata adds ``tool_call_id``, ``tool_run_id``,
+                     ``duration_ms``.
+  ``tool.error``     content ``{"name", "error_type", "error"}``; metadata as ``tool.end``.
+  ``custom:<name>``  content: the event's data; metadata adds ``name`` (the raw name; the tag
+                     has every character outside ``[A-Za-z0-9_.-/:]`` replaced by ``_``).
+
+middleware
+  ``middleware:summarize``  content: the ``summarization`` custom event's payload, as is
+                     (it is also recorded as ``custom:summarization``).
+  ``middleware:<tag>``      from :meth:`RunJournal.record_middleware`: content ``{"name",
+                     "hook", "action", "changes"}``; metadata ``caller: "middleware:<name>"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Final
+from uuid import UUID
+
+import structlog
+from langchain_core.messages import BaseMessage
+from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
+
+from journal import _capture as cap
+from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
+from journal._run_state import Node, RunState
+from journal._trace_callbacks import TraceCallbacks
+
+__all__ = ["RunJournal"]
+
+_log = structlog.get_logger(__name__)
+_CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
+
+
+class RunJournal(TraceCallbacks):
+    """Journals every run it is attached to into ``store`` (see the module docstring).
+
+    Thread-safe and ``run_inline``: one instance serves concurrent sync and async runs.
+    Construct it once, attach it to graphs, and call :meth:`close` (or use it as a context
+    manager) when done; :meth:`flush` / :meth:`aflush` wait until queued events are stored.
+    Keyword options: ``thread_id`` (the thread of runs without thread metadata),
+    ``spool_path``, ``flush_interval`` (<= 0.1 s), ``max_batch``, ``max_buffer``,
+    ``retry_delays`` (the backoff before a batch goes to the spool).
+    """
+
+    def record_middleware(
+        self,
+        tag: str,
+        *,
+        name: str,
+        hook: str,
+        action: str,
+        changes: Any = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record ``middleware:<tag>`` for the run the calling middleware hook belongs to.
+
+        Call it from inside a hook (the run is found from ``config``, or from LangGraph's
+        current config when omitted). Raises ``ValueError`` when no journaled run is found.
+        """
+        if (
+            not isinstance(tag, str)
+            or not tag
+            or len(tag) > MAX_TAG_LENGTH
+            or BAD_TAG_CHARS.search(tag)
+        ):
+            raise ValueError(
+                f"tag must be 1 to {MAX_TAG_LENGTH} letters, digits and _ . - / : characters"
+            )
+        if config is None:
+            from langgraph.config import get_config
+
+            try:
+                config = get_config()
+            except RuntimeError:
+                raise ValueError(
+                    "record_middleware needs the hook's config: call it inside a hook or pass "
+                    "config="
+                ) from None
+        manager = config.get("callbacks")
+        parent = getattr(manager, "parent_run_id", None)
+        with self._lock:
+            node = self._nodes.get(parent) if parent is not None else None
+            if node is None:
+                raise ValueError(
+                    "record_middleware found no run journaled by this RunJournal for config; "
+                    "attach the journal to the graph's callbacks"
+                )
+            metadata = {**node.attribution(), "caller": f"middleware:{name}"}
+            content = {"name": name, "hook": hook, "action": action, "changes": changes}
+            self._emit(node.run, "middleware", f"middleware:{tag}", content, metadata)
+
+    # -- chains (root run lifecycle, node outputs) ----------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Root: ``run.start`` and the new human input; node: remember its attribution."""
+        name = str(kwargs.get("name") or (serialized or {}).get("name") or "chain")
+        with self._lock:
+            if parent_run_id is None:
+                self._start_root(run_id, name, inputs, metadata or {})
+                return
+            node = self._child(run_id, parent_run_id, name, metadata)
+            if node is not None and node.top:
+                tools = self._threads.get(node.run.thread_id).tools
+                # a later superstep: every call of the earlier step is over
+                later = node.step is not None and tools.step is not None and node.step > tools.step
+                if tools.pending and later:
+                    for message in tools.release_all():
+                        self._emit_message(node, message, "agent")
+
+    def _start_root(self, run_id: UUID, name: str, inputs: Any, metadata: dict[str, Any]) -> None:
+        thread = metadata.get("thread_id")
+        source = "metadata"
+        if thread is None:
+            thread, source = self.thread_id, "constructor"
+        if thread is None:
+            thread, source = str(run_id), "run_id"
+            _log.warning("journal_run_without_thread", run_id=str(run_id))
+        run = RunState(run_id=str(run_id), thread_id=str(thread), graph=name)
+        self._roots[run_id] = run
+        self._runs_by_id[run.run_id] = run
+        content = {"graph": name, "input": cap.input_summary(inputs)}
+        self._emit(run, "lifecycle", "run.start", content, {"thread_id_source": source})
+        user = Node(run=run, name=name, caller="user", node=None, step=None)
+        for message in cap.assign_input_ids(inputs):
+            if message.type == "human":
+                self._emit_message(user, message, "user")
+            else:  # a resent history: already journaled when it was produced
+                self._threads.get(run.thread_id).seen.add(str(message.id))
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Node of the root graph: journal the messages it writes. Root: ``run.end``."""
+        with self._lock:
+            run = self._roots.get(run_id)
+            if run is not None:
+                self._finish_root(run_id, run, "run.end", run.summary("success"))
+                return
+            node = self._nodes.pop(run_id, None)
+            if node is None or not node.top:
+                return
+            if node.caller == "agent":
+                self._node_messages(node, outputs)
+            elif not cap.removes_messages(outputs):  # a rewrite is the middleware event's job
+                self._middleware_messages(node, outputs)
+
+    def _node_messages(self, node: Node, outputs: Any) -> None:
+        """Journal an agent node's new messages; tool results wait for earlier calls."""
+        tools = self._threads.get(node.run.thread_id).tools
+        answered = False
+        for message in cap.output_messages(outputs):
+            call_id = getattr(message, "tool_call_id", None)
+            if message.type == "tool" and call_id is not None:
+                answered = answered or call_id == node.tool_call_id
+                tools.step = node.step
+                ready = tools.complete(call_id, [message])
+            else:
+                ready = [message]
+            for item in ready:
+                self._emit_ai_or_tool(node, item)
+        if node.tool_call_id is not None and not answered:
+            tools.step = node.step
+            for item in tools.complete(node.tool_call_id, []):  # e.g. a Command without messages
+                self._emit_message(node, item, "agent")
+
+    def _middleware_messages(self, node: Node, outputs: Any) -> None:
+        """Journal new messages a middleware hook adds (e.g. a rejected call's tool result).
+
+        They enter the state at the hook's step, before any later tool result, so they are
+        journaled at once and their call stops holding later results back.
+        """
+        tools = self._threads.get(node.run.thread_id).tools
+        for message in cap.output_messages(outputs):
+            self._emit_ai_or_tool(node, message, str(node.caller))
+            if message.type == "tool":
+                for item in tools.settle(getattr(message, "tool_call_id", None)):
+                    self._emit_message(node, item, "agent")
+
+    def _emit_ai_or_tool(self, node: Node, message: BaseMessage, caller: str = "agent") -> None:
+        """Journal ``message``; a new AI message's tool calls set the order of their results."""
+        is_new = message.id not in self._threads.get(node.run.thread_id).seen
+        self._emit_message(node, message, caller)
+        calls = getattr(message, "tool_calls", None)
+        if message.type == "ai" and calls and is_new:
+            tools = self._threads.get(node.run.thread_id).tools
+            for held in tools.expect([str(c.get("id")) for c in calls]):
+                self._emit_message(node, held, "agent")
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Root only: ``run.cancel`` (cancellation), ``run.interrupt`` or one ``run.error``."""
+        with self._lock:
+            run = self._roots.get(run_id)
+            if run is None:
+                node = self._nodes.pop(run_id, None)
+                if node is not None and node.tool_call_id is not None:
+                    tools = self._threads.get(node.run.thread_id).tools
+                    for item in tools.complete(node.tool_call_id, []):
+                        self._emit_message(node, item, "agent")
+                return
+            if isinstance(error, _CANCEL_ERRORS):
+                content = {**run.summary("cancelled"), "reason": type(error).__name__}
+                self._finish_root(run_id, run, "run.cancel", content)
+            elif type(error).__name__ in {"GraphInterrupt", "NodeInterrupt"}:
+                self._finish_root(run_id, run, "run.interrupt", self._interrupt_content(run, ()))
+            else:
+                content = {**run.summary("error"), **cap.error_summary(error)}
+                self._finish_root(run_id, run, "run.error", content)
+
+    def _finish_root(
+        self, run_id: UUID, run: RunState, event_type: str, content: dict[str, Any]
+    ) -> None:
+        del self._roots[run_id]
+        self._runs_by_id.pop(run.run_id, None)
+        tools = self._threads.get(run.thread_id).tools
+        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+        for message in tools.release_all():
+            self._emit_message(holder, message, "agent")
+        if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
+            self._emit(run, "lifecycle", event_type, content, {})
+        run.finished = True
+        for key in [k for k, n in self._nodes.items() if n.run is run]:
+            del self._nodes[key]
+        self._writer.wake()
+
+    # -- human in the loop -----------------------------------------------------------------
+
+    def _interrupt_content(self, run: RunState, interrupts: Any) -> dict[str, Any]:
+        items = [
+            {"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in interrupts
+        ]
+        return {**run.summary("interrupted"), "interrupts": items, "checkpoint_id": None}
+
+    def on_interrupt(self, event: GraphInterruptEvent) -> None:
+        """The root graph paused for a human: ``run.interrupt`` (its last lifecycle event)."""
+        with self._lock:
+            run = self._roots.get(event.run_id) if event.run_id is not None else None
+            if run is None or event.checkpoint_ns or run.interrupted:
+                return
+            content = {
+                **self._interrupt_content(run, event.interrupts),
+                "checkpoint_id": event.checkpoint_id,
+            }
+            self._emit(run, "lifecycle", "run.interrupt", content, {})
+            run.interrupted = True
+
+    def on_resume(self, event: GraphResumeEvent) -> None:
+        """The root graph resumed from a checkpoint: ``run.resume``."""
+        with self._lock:
+            run = self._roots.get(event.run_id) if event.run_id is not None else None
+            if run is None or event.checkpoint_ns:
+                return
+            content = {"checkpoint_id": event.checkpoint_id, "status": event.status}
+            self._emit(run, "lifecycle", "run.resume", content, {})

@@ -1,0 +1,120 @@
+"""The local spool: events a ``RunJournal`` could not write to its store, kept on disk.
+
+When a batch still fails after the retry budget, the journal appends it to a spool file (one
+JSON object per line, each a prepared ``NewEvent`` with its ``event_id`` and ``created_at``), so
+nothing is lost while the store is down. :func:`replay_spool` writes a spool into a store in
+file order. Replay is idempotent: the store skips an ``event_id`` it already holds, so a replay
+that is interrupted, or run twice, never duplicates an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from journal.encoding import dumps
+from journal.events import NewEvent
+from journal.store import RunEventStore
+
+__all__ = ["DEFAULT_SPOOL_PATH", "Spool", "areplay_spool", "read_spool", "replay_spool"]
+
+#: Where a ``RunJournal`` spools by default (relative to the working directory).
+DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
+
+_log = structlog.get_logger(__name__)
+
+
+class Spool:
+    """An append-only JSONL file of prepared events; safe to share between threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def append(self, events: Sequence[NewEvent | Mapping[str, Any]]) -> None:
+        """Append ``events`` as one write; raise ``OSError`` if the file cannot be written.
+
+        An event that is not valid is written anyway; :func:`read_spool` skips and logs it.
+        """
+        text = "".join(
+            dumps(e.model_dump(mode="json") if isinstance(e, NewEvent) else e) + "\n"
+            for e in events
+        )
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+
+    def replay(self, store: RunEventStore, *, batch_size: int = 500) -> int:
+        """Replay this spool into ``store`` (see :func:`replay_spool`), holding the file lock."""
+        with self._lock:
+            return replay_spool(self.path, store, batch_size=batch_size)
+
+
+def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
+    """The events of a spool file in file order; unreadable lines are skipped and logged.
+
+    A missing file is an empty spool.
+    """
+    events: list[NewEvent] = []
+    bad = 0
+    try:
+        with Path(path).open(encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    events.append(NewEvent(**json.loads(line)))
+                except (ValueError, TypeError):  # a torn last line after a crash
+                    bad += 1
+    except FileNotFoundError:
+        return []
+    if bad:
+        _log.warning("spool_lines_skipped", path=str(path), count=bad)
+    return events
+
+
+def replay_spool(
+    path: str | os.PathLike[str],
+    store: RunEventStore,
+    *,
+    batch_size: int = 500,
+    remove: bool = True,
+) -> int:
+    """Write every event of the spool at ``path`` into ``store``, in order; return the count.
+
+    Guarantees: events keep their ``event_id`` and ``created_at`` and are appended in spool order
+    (so their seqs follow the order they happened in); an event already in the store is not
+    stored twice, so replaying again is harmless. With ``remove=True`` the file is deleted once
+    every event is stored. A ``StoreError`` propagates and leaves the file in place.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    events = read_spool(path)
+    for start in range(0, len(events), batch_size):
+        store.append(events[start : start + batch_size])
+    if remove:
+        Path(path).unlink(missing_ok=True)
+    if events:
+        _log.info("spool_replayed", path=str(path), count=len(events))
+    return len(events)
+
+
+async def areplay_spool(
+    path: str | os.PathLike[str],
+    store: RunEventStore,
+    *,
+    batch_size: int = 500,
+    remove: bool = True,
+) -> int:
+    """Async :func:`replay_spool` (runs in a worker thread, never blocks the event loop)."""
+    return await asyncio.to_thread(replay_spool, path, store, batch_size=batch_size, remove=remove)

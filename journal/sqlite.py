@@ -1,0 +1,394 @@
+"""``SqliteEventStore``: the embedded default backend, one SQLite file in WAL mode.
+
+Guarantees on top of the ``RunEventStore`` contract:
+
+* **Many writers.** Threads, coroutines and OS processes may append to one file at once: each
+  append is one ``BEGIN IMMEDIATE`` transaction that reads the thread's head row, inserts the
+  events and bumps the head, so seqs stay gap-free without an unlocked ``max(seq) + 1``. Lock
+  contention is absorbed by ``busy_timeout`` and retries; writers do not see "database is
+  locked" unless the lock stays unavailable for ``retry_deadline`` seconds.
+* **Append-only in the database.** Triggers reject any ``UPDATE`` of ``events`` and any
+  ``DELETE`` not made by :meth:`delete_thread`, whoever connects to the file.
+* **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
+  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor.
+* **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
+  loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
+* **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
+  objects with the ``NewEvent`` objects passed in (copying them would cost as much as the
+  write); they share nothing with the file, and every read builds fresh objects.
+* **Schema versions.** Opening a file migrates it forward; a file written by a newer
+  runjournal raises ``SchemaVersionError``; a file that is not SQLite raises
+  ``StoreCorruptError``; an unopenable path raises ``StoreUnavailableError``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import structlog
+from pydantic import BaseModel
+from sqlite_utils import Database
+
+from journal import _sqlite_schema as sql
+from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
+from journal.encoding import dumps_plain, loads
+from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
+from journal.events import (
+    EventFilter,
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    status_from_lifecycle,
+)
+from journal.store import RunEventStore
+
+__all__ = ["SqliteEventStore"]
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+_SYNCHRONOUS: Final = ("NORMAL", "FULL", "EXTRA")
+_MIN_SQLITE: Final = (3, 35, 0)  # RETURNING
+_ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
+_FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
+
+Encoded = tuple[NewEvent, str, str, int]
+
+
+def _to_micros(value: datetime) -> int:
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+_ALL_FIELDS: Final = frozenset(RunEvent.model_fields)
+# The shortcut below is model_construct minus its per-field bookkeeping; it is only valid for
+# a model without private attributes or post-init hooks (checked here, else model_construct).
+_PLAIN_MODEL: Final = (
+    not RunEvent.__private_attributes__
+    and RunEvent.model_post_init is BaseModel.model_post_init
+    and RunEvent.model_config.get("extra") != "allow"
+)
+
+
+def _record(values: dict[str, Any]) -> RunEvent:
+    """A ``RunEvent`` from already-validated values for every field, without re-validation.
+
+    Validation and ``model_construct`` are the hot cost of reads and appends; stored rows were
+    validated on the way in.
+    """
+    if not _PLAIN_MODEL:  # pragma: no cover - a future RunEvent with private state
+        return RunEvent.model_construct(**values)
+    record = RunEvent.__new__(RunEvent)
+    object.__setattr__(record, "__dict__", values)
+    object.__setattr__(record, "__pydantic_fields_set__", set(_ALL_FIELDS))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+def _row_to_event(row: Sequence[Any]) -> RunEvent:
+    return _record(
+        {
+            "event_id": row[0],
+            "thread_id": row[1],
+            "run_id": row[3],
+            "category": row[4],
+            "event_type": row[5],
+            "content": loads(row[6]),
+            "metadata": loads(row[7]),
+            "created_at": _from_micros(row[8]),
+            "seq": row[2],
+        }
+    )
+
+
+def _where(
+    thread_id: str, after_seq: int | None, before_seq: int | None, flt: EventFilter
+) -> tuple[str, list[Any]]:
+    clauses = ["thread_id = ?"]
+    params: list[Any] = [thread_id]
+    if after_seq is not None:
+        clauses.append("seq > ?")
+        params.append(after_seq)
+    if before_seq is not None:
+        clauses.append("seq < ?")
+        params.append(before_seq)
+    for column in _FILTER_COLUMNS:
+        values: frozenset[str] | None = getattr(flt, column)
+        if values is not None:
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params.extend(sorted(values))
+    return " WHERE " + " AND ".join(clauses), params
+
+
+class SqliteEventStore(RunEventStore):
+    """A ``RunEventStore`` in one SQLite file (created if missing; its directory must exist).
+
+    ``synchronous`` is ``"NORMAL"`` (default) or ``"FULL"`` (each commit durable on power
+    loss). ``busy_timeout`` is how long one attempt waits for the write lock, and
+    ``retry_deadline`` how long an operation keeps retrying before it raises
+    ``StoreUnavailableError``. Safe to share between threads and event loops.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        busy_timeout: float = 5.0,
+        retry_deadline: float = 60.0,
+        content_caps: Mapping[str, int] | None = None,
+    ) -> None:
+        super().__init__(content_caps=content_caps)
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+        text = os.fspath(path)
+        if not text or text == ":memory:" or text.startswith("file:"):
+            raise ValueError(
+                f"path {text!r} is not a file path; give a file path, or use memory:// for "
+                "an in-memory store"
+            )
+        if not isinstance(synchronous, str) or synchronous.upper() not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}")
+        if busy_timeout <= 0 or retry_deadline <= 0:
+            raise ValueError("busy_timeout and retry_deadline must be > 0 seconds")
+        if sqlite3.sqlite_version_info < _MIN_SQLITE:
+            raise StoreUnavailableError(
+                f"SQLite {sqlite3.sqlite_version} is too old: SqliteEventStore needs SQLite >= "
+                "3.35 (use a Python built with a newer SQLite)"
+            )
+        self.path = Path(text)
+        self.synchronous = synchronous.upper()
+        self._retry_deadline = retry_deadline
+        self._pool = ConnectionPool(
+            self.path, busy_timeout_s=busy_timeout, synchronous=self.synchronous
+        )
+        try:
+            self._run("open the store", self._setup)
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteEventStore({str(self.path)!r}, synchronous={self.synchronous!r})"
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _run(self, action: str, func: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``func`` on a pooled connection, retrying on SQLITE_BUSY, translating errors."""
+        try:
+            with self._pool.connection() as conn:
+                return retry_busy(lambda: func(conn), deadline_s=self._retry_deadline)
+        except sqlite3.Error as e:
+            raise translate(e, self.path, action) from e
+
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            log.warning("sqlite_wal_unavailable", path=str(self.path), journal_mode=mode)
+        db = Database(conn, execute_plugins=False, recursive_triggers=False)
+        if sql.read_version(db) == sql.SCHEMA_VERSION:
+            return
+        with transaction(conn):  # re-check under the write lock: another process may migrate
+            version = sql.read_version(db)
+            if version > sql.SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"SQLite store {str(self.path)!r} has schema version {version}; this "
+                    f"runjournal understands up to {sql.SCHEMA_VERSION}: upgrade runjournal"
+                )
+            if version == 0 and db["events"].exists():
+                raise StoreCorruptError(
+                    f"SQLite store {str(self.path)!r} has an events table but no runjournal "
+                    "schema version: it is not a runjournal database"
+                )
+            if version < sql.SCHEMA_VERSION:
+                sql.migrate(db, version)
+                log.info(
+                    "sqlite_schema_migrated",
+                    path=str(self.path),
+                    from_version=version,
+                    to_version=sql.SCHEMA_VERSION,
+                )
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
+        encoded = [
+            (e, dumps_plain(e.content), dumps_plain(e.metadata), _to_micros(e.created_at))
+            for e in events
+        ]
+        return self._run("append events", lambda conn: self._append_tx(conn, encoded))
+
+    def _append_tx(self, conn: sqlite3.Connection, encoded: Sequence[Encoded]) -> list[RunEvent]:
+        try:  # optimistic: event ids are almost always new, so skip looking them up
+            return self._write(conn, encoded, look_up=False)
+        except sqlite3.IntegrityError as e:
+            if "event_id" not in str(e):
+                raise
+        return self._write(conn, encoded, look_up=True)  # a retry: some ids are stored
+
+    def _write(
+        self, conn: sqlite3.Connection, encoded: Sequence[Encoded], *, look_up: bool
+    ) -> list[RunEvent]:
+        """One transaction: bump each thread's head by its new events, then insert them."""
+        with transaction(conn):
+            known: dict[str, RunEvent] = {}
+            if look_up:
+                known = self._by_event_ids(conn, {item[0].event_id for item in encoded})
+            new: dict[str, tuple[Encoded, int]] = {}  # event_id -> (item, index in thread)
+            spans: dict[str, list[int]] = {}  # thread -> [count, first_at, last_at]
+            for item in encoded:
+                event_id, thread = item[0].event_id, item[0].thread_id
+                if event_id in known or event_id in new:
+                    continue
+                span = spans.get(thread)
+                if span is None:
+                    span = spans[thread] = [0, item[3], item[3]]
+                span[0] += 1
+                span[2] = item[3]
+                new[event_id] = (item, span[0])
+            base = {
+                thread: conn.execute(sql.BUMP_HEAD_SQL, (thread, *span)).fetchall()[0][0] - span[0]
+                for thread, span in spans.items()
+            }
+            conn.executemany(
+                sql.INSERT_EVENT_SQL,
+                [
+                    (e.event_id, e.thread_id, base[e.thread_id] + n, e.run_id, e.category,
+                     e.event_type, content, metadata, at)
+                    for (e, content, metadata, at), n in new.values()
+                ],
+            )  # fmt: skip
+        for event_id, ((event, _, _, _), n) in new.items():
+            known[event_id] = _record(
+                {
+                    "event_id": event_id,
+                    "thread_id": event.thread_id,
+                    "run_id": event.run_id,
+                    "category": event.category,
+                    "event_type": event.event_type,
+                    "content": event.content,
+                    "metadata": event.metadata,
+                    "created_at": event.created_at,
+                    "seq": base[event.thread_id] + n,
+                }
+            )
+        result: list[RunEvent] = []
+        returned: set[str] = set()
+        for item in encoded:  # a repeated id gets its own copy: results never alias each other
+            record = known[item[0].event_id]
+            result.append(record.model_copy(deep=True) if record.event_id in returned else record)
+            returned.add(record.event_id)
+        return result
+
+    def _by_event_ids(self, conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, RunEvent]:
+        wanted = sorted(ids)
+        found: dict[str, RunEvent] = {}
+        for start in range(0, len(wanted), _ID_CHUNK):
+            chunk = wanted[start : start + _ID_CHUNK]
+            query = f"{sql.SELECT_EVENTS_SQL} WHERE event_id IN ({', '.join('?' * len(chunk))})"
+            for row in conn.execute(query, chunk):
+                found[row[0]] = _row_to_event(row)
+        return found
+
+    def _delete_thread(self, thread_id: str) -> int:
+        def delete(conn: sqlite3.Connection) -> int:
+            with transaction(conn):
+                conn.execute(sql.GRANT_DELETE_SQL, (thread_id,))
+                deleted = conn.execute(sql.DELETE_EVENTS_SQL, (thread_id,)).rowcount
+                conn.execute(sql.DELETE_HEAD_SQL, (thread_id,))
+                conn.execute(sql.REVOKE_DELETE_SQL, (thread_id,))
+            return int(deleted)
+
+        deleted = self._run("delete a thread", delete)
+        log.info("thread_deleted", thread_id=thread_id, count=deleted)
+        return deleted
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _read(
+        self,
+        thread_id: str,
+        after_seq: int | None,
+        before_seq: int | None,
+        limit: int | None,
+        flt: EventFilter,
+    ) -> list[RunEvent]:
+        where, params = _where(thread_id, after_seq, before_seq, flt)
+        backwards = before_seq is not None and limit is not None
+        query = (
+            sql.SELECT_EVENTS_SQL + where + (" ORDER BY seq DESC" if backwards else " ORDER BY seq")
+        )
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+
+        def read(conn: sqlite3.Connection) -> list[RunEvent]:
+            return [_row_to_event(row) for row in conn.execute(query, params)]
+
+        events = self._run("read events", read)
+        if backwards:
+            events.reverse()
+        return events
+
+    def _last_seq(self, thread_id: str) -> int:
+        row = self._run(
+            "read the last seq", lambda c: c.execute(sql.LAST_SEQ_SQL, (thread_id,)).fetchone()
+        )
+        return 0 if row is None else int(row[0])
+
+    def _count(self, thread_id: str, flt: EventFilter) -> int:
+        where, params = _where(thread_id, None, None, flt)
+        row = self._run(
+            "count events", lambda c: c.execute(sql.COUNT_SQL + where, params).fetchone()
+        )
+        return int(row[0])
+
+    def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
+        params = (-1 if limit is None else limit, offset)
+        rows = self._run(
+            "list threads", lambda c: c.execute(sql.LIST_THREADS_SQL, params).fetchall()
+        )
+        return [
+            ThreadSummary(
+                thread_id=row[0],
+                event_count=row[1],
+                last_seq=row[1],
+                run_count=row[4],
+                first_event_at=_from_micros(row[2]),
+                last_event_at=_from_micros(row[3]),
+            )
+            for row in rows
+        ]
+
+    def _list_runs(self, thread_id: str) -> list[RunSummary]:
+        params = {"t": thread_id, "lifecycle": "lifecycle"}
+        rows = self._run("list runs", lambda c: c.execute(sql.LIST_RUNS_SQL, params).fetchall())
+        return [
+            RunSummary(
+                run_id=row[0],
+                thread_id=thread_id,
+                first_seq=row[1],
+                last_seq=row[2],
+                event_count=row[3],
+                started_at=_from_micros(row[4]),
+                last_event_at=_from_micros(row[5]),
+                status=status_from_lifecycle(row[6]),
+            )
+            for row in rows
+        ]
+
+    def _close(self) -> None:
+        self._pool.close()

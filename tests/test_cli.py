@@ -1,0 +1,400 @@
+"""The ``runjournal`` command line, through its real entry point on real SQLite stores."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import HumanMessage
+from rich.console import Console
+
+from history.render import render_messages, render_timeline
+from journal import NewEvent, open_store
+from journal.spool import Spool
+from tests.cli_helpers import (
+    assert_user_error,
+    cli_env,
+    cli_json,
+    invoke_cli,
+    invoke_json,
+    run_cli,
+    serving,
+)
+
+THREAD = "demo-trip"
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A SQLite store holding the demo thread, made by `runjournal demo`; (url, stdout)."""
+    folder = tmp_path_factory.mktemp("cli")
+    url = f"sqlite:///{folder / 'demo.db'}"
+    done = run_cli("demo", "--store", url, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return url, done.stdout
+
+
+def _read_all(url: str, thread_id: str) -> list[dict[str, Any]]:
+    with open_store(url) as store:
+        return [e.model_dump() for e in store.read(thread_id)]
+
+
+def test_demo_prints_the_timeline_with_condensed_blocks_and_the_browser_hint(
+    demo_store: tuple[str, str],
+) -> None:
+    """`demo` prints the conversation, each compaction as a condensed block, and how to serve."""
+    url, out = demo_store
+    items = invoke_json("history", THREAD, "--store", url)["items"]
+    markers = [i for i in items if i["type"] == "summary_marker"]
+    assert len(markers) >= 2
+    for marker in markers:
+        assert f"{marker['replaced_count']} messages condensed" in out
+    assert "runjournal serve" in out and f"/threads/{THREAD}" in out
+    assert "About 777,000 people live in the two cities together" in out
+
+
+def test_threads_json_lists_the_demo_thread(demo_store: tuple[str, str]) -> None:
+    """`threads --json` reports the thread with its event and run counts."""
+    url, _ = demo_store
+    threads = invoke_json("threads", "--store", url)
+    assert [t["thread_id"] for t in threads] == [THREAD]
+    assert threads[0]["run_count"] == 4
+    assert threads[0]["event_count"] == threads[0]["last_seq"] == len(_read_all(url, THREAD))
+
+
+def test_history_renders_markers_where_the_json_page_has_them(demo_store: tuple[str, str]) -> None:
+    """`history` shows each marker's "N messages condensed" block with its summary text."""
+    url, _ = demo_store
+    page = invoke_json("history", THREAD, "--store", url)
+    assert [i["seq"] for i in page["items"]] == sorted(i["seq"] for i in page["items"])
+    rendered = run_cli("history", THREAD, "--store", url)
+    assert rendered.returncode == 0, rendered.stderr
+    for marker in (i for i in page["items"] if i["type"] == "summary_marker"):
+        assert f"{marker['replaced_count']} messages condensed" in rendered.stdout
+        assert (
+            f"seq {marker['first_replaced_seq']}-{marker['last_replaced_seq']}" in rendered.stdout
+        )
+    assert "▸ city_facts(" in rendered.stdout  # tool calls are folded to one line
+
+
+def test_history_pages_walk_back_with_before_seq(demo_store: tuple[str, str]) -> None:
+    """`history` pages back to seq 1 via --before-seq; --no-include-markers drops markers."""
+    url, _ = demo_store
+    everything = [i["seq"] for i in invoke_json("history", THREAD, "--store", url)["items"]]
+    seen: list[int] = []
+    cursor: list[str] = []
+    while True:
+        page = invoke_json("history", THREAD, "--store", url, "--limit", "15", *cursor)
+        seen = [i["seq"] for i in page["items"]] + seen
+        if not page["has_more"]:
+            break
+        cursor = ["--before-seq", str(page["next_before_seq"])]
+    assert seen == everything
+    plain = invoke_json("history", THREAD, "--store", url, "--no-include-markers")
+    assert {i["type"] for i in plain["items"]} == {"human", "ai", "tool"}
+
+
+def test_events_filters_and_cursors_carry_the_library_names(demo_store: tuple[str, str]) -> None:
+    """`events` applies --category/--event-type/--run-id, --after-seq and --limit."""
+    url, _ = demo_store
+    stored = _read_all(url, THREAD)
+    middleware = invoke_json("events", THREAD, "--store", url, "--category", "middleware")
+    assert [e["seq"] for e in middleware] == [
+        e["seq"] for e in stored if e["category"] == "middleware"
+    ]
+    first_run = stored[0]["run_id"]
+    page = invoke_json(
+        "events", THREAD, "--store", url, "--run-id", first_run, "--event-type", "llm.start",
+        "--event-type", "llm.end", "--after-seq", "3", "--limit", "2",
+    )  # fmt: skip
+    expected = [
+        e["seq"]
+        for e in stored
+        if e["run_id"] == first_run and e["event_type"] in ("llm.start", "llm.end") and e["seq"] > 3
+    ][:2]
+    assert [e["seq"] for e in page] == expected and len(expected) == 2
+    table = run_cli("events", THREAD, "--store", url, "--limit", "3")
+    assert table.returncode == 0 and "run.start" in table.stdout
+
+
+def test_runs_json_lists_each_run_in_order(demo_store: tuple[str, str]) -> None:
+    """`runs --json` gives the 4 demo runs in order, each finished successfully."""
+    url, _ = demo_store
+    runs = cli_json("runs", THREAD, "--store", url)
+    assert len(runs) == 4
+    assert [r["status"] for r in runs] == ["success"] * 4
+    assert [r["first_seq"] for r in runs] == sorted(r["first_seq"] for r in runs)
+    assert runs[0]["first_seq"] == 1
+
+
+def test_replay_views_and_upto_seq(demo_store: tuple[str, str]) -> None:
+    """`replay` gives every message (full) or the compacted context (model), up to a seq."""
+    url, _ = demo_store
+    full = cli_json("replay", THREAD, "--store", url, "--view", "full")
+    model = invoke_json("replay", THREAD, "--store", url, "--view", "model")
+    messages = [e for e in _read_all(url, THREAD) if e["category"] == "message"]
+    assert len(full) == len(messages)
+    assert model[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
+    assert len(model) < len(full)
+    early = invoke_json("replay", THREAD, "--store", url, "--upto-seq", str(messages[1]["seq"]))
+    assert [m["data"]["id"] for m in early] == [m["content"]["data"]["id"] for m in messages[:2]]
+    shown = invoke_cli("replay", THREAD, "--store", url, "--view", "model")
+    assert shown.returncode == 0 and "summary of earlier messages" in shown.stdout
+
+
+def test_export_then_import_into_an_empty_store_reproduces_identical_events(
+    demo_store: tuple[str, str], tmp_path: Path
+) -> None:
+    """export -> import into an empty store gives the same events (ids, seqs, times, content)."""
+    url, _ = demo_store
+    exported = run_cli("export", THREAD, "--store", url)
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == list(range(1, len(lines) + 1))
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    imported = run_cli("import", "-", "--store", target, "--batch-size", "7", input=exported.stdout)
+    assert imported.returncode == 0, imported.stderr
+    assert _read_all(target, THREAD) == _read_all(url, THREAD)
+    again = invoke_json("import", "-", "--store", target, input=exported.stdout)
+    assert again == {"source": "stdin", "imported": len(lines), "renumbered": 0}
+    assert len(_read_all(target, THREAD)) == len(lines)  # idempotent: nothing stored twice
+
+
+def test_export_to_a_file(demo_store: tuple[str, str], tmp_path: Path) -> None:
+    """`export --output FILE` writes one JSON event a line, in seq order."""
+    url, _ = demo_store
+    out = tmp_path / "thread.jsonl"
+    done = invoke_cli("export", THREAD, "--store", url, "--output", out, "--after-seq", "5")
+    assert done.returncode == 0, done.stderr
+    seqs = [json.loads(line)["seq"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert seqs == [e["seq"] for e in _read_all(url, THREAD) if e["seq"] > 5]
+
+
+def _event_line(seq: int, **changes: Any) -> str:
+    event = NewEvent(thread_id="t", run_id="r", category="lifecycle", event_type="run.start")
+    return json.dumps({**event.model_dump(mode="json"), "seq": seq, **changes})
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "words"),
+    [
+        ("{not json", ["line 4", "not JSON"]),
+        ('["a list"]', ["line 4", "JSON object"]),
+        (_event_line(4, category="nonsense"), ["line 4", "category"]),
+    ],
+)
+def test_import_of_a_malformed_line_names_it_and_imports_nothing_of_its_batch(
+    tmp_path: Path, bad_line: str, words: list[str]
+) -> None:
+    """A malformed line: one error line with its number, exit 1, its batch not imported."""
+    lines = [_event_line(n) for n in range(1, 4)] + [bad_line] + [_event_line(5)]
+    file = tmp_path / "events.jsonl"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'target.db'}"
+    done = invoke_cli("import", file, "--store", url, "--batch-size", "2")
+    assert_user_error(done, *words, "nothing of its batch")
+    # batch 1 (lines 1-2) was written; batch 2 (lines 3-4) was not, nor anything after it
+    assert len(_read_all(url, "t")) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["history", "no-such-thread"], ["no-such-thread"]),
+        (["events", "no-such-thread"], ["no-such-thread"]),
+        (["runs", "no-such-thread"], ["no-such-thread"]),
+        (["replay", "no-such-thread"], ["no-such-thread"]),
+        (["export", "no-such-thread"], ["no-such-thread"]),
+        (["threads", "--store", "mysql://x/y"], ["bad store URL", "mysql"]),
+        (["threads", "--store", "sqlite:///{tmp}/missing.db"], ["no store at"]),
+        (["import", "{tmp}/missing.jsonl"], ["cannot read", "missing.jsonl"]),
+        (["import", "{tmp}"], ["cannot read"]),
+        (["recover", "{tmp}/missing-spool.jsonl"], ["no spool file"]),
+        (["export", "demo-trip", "--output", "{tmp}/no/such/dir/x.jsonl"], ["cannot write"]),
+        (["threads", "--store", "sqlite:///{tmp}/not-a-db.txt"], ["not a runjournal database"]),
+        (["import", "{tmp}/latin1.jsonl"], ["latin1.jsonl: line 3: not UTF-8"]),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_1(
+    demo_store: tuple[str, str], tmp_path: Path, args: list[str], words: list[str]
+) -> None:
+    """Unknown thread, bad store URL, missing/corrupt store, unreadable file: one line, exit 1."""
+    url, _ = demo_store
+    (tmp_path / "not-a-db.txt").write_text("this is not a database\n" * 100)
+    (tmp_path / "latin1.jsonl").write_bytes("\n\ncaf\xe9\n".encode("latin-1"))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--store" not in args:
+        args += ["--store", url]
+    assert_user_error(invoke_cli(*args), *words)
+
+
+def test_user_error_through_the_entry_point_has_no_traceback(
+    demo_store: tuple[str, str],
+) -> None:
+    """The real entry point prints an unknown thread as one line on stderr and exits 1."""
+    url, _ = demo_store
+    assert_user_error(run_cli("runs", "nope", "--store", url), "'nope'")
+
+
+def test_store_comes_from_the_environment_by_default(demo_store: tuple[str, str]) -> None:
+    """Without --store the commands read $RUNJOURNAL_STORE."""
+    url, _ = demo_store
+    done = run_cli("threads", "--json", env=cli_env(RUNJOURNAL_STORE=url))
+    assert done.returncode == 0, done.stderr
+    assert [t["thread_id"] for t in json.loads(done.stdout)] == [THREAD]
+
+
+def test_recover_replays_a_spool_once(tmp_path: Path) -> None:
+    """`recover SPOOL` stores the spooled events in order, removes the file, and is idempotent."""
+    events = [
+        NewEvent(
+            thread_id="spooled",
+            run_id="r1",
+            category="message",
+            event_type="message.human",
+            content=HumanMessage(f"hello {n}", id=f"h{n}"),
+        )
+        for n in range(5)
+    ]
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(events)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(spool.path.read_bytes())
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    done = run_cli("recover", spool.path, "--store", url, "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    assert not spool.path.exists()
+    assert [e["event_id"] for e in _read_all(url, "spooled")] == [e.event_id for e in events]
+    again = invoke_cli("recover", copy, "--store", url, "--no-remove", "--json")
+    assert again.returncode == 0 and copy.exists()
+    assert json.loads(again.stdout) == {"spool": str(copy), "recovered": 5, "removed": False}
+    assert len(_read_all(url, "spooled")) == len(events)
+
+
+def test_copy_moves_every_thread_and_is_idempotent(
+    demo_store: tuple[str, str], tmp_path: Path
+) -> None:
+    """`copy --from URL --to URL` reproduces the events; a second run copies nothing twice."""
+    url, _ = demo_store
+    target = f"sqlite:///{tmp_path / 'copied.db'}"
+    first = run_cli("copy", "--from", url, "--to", target, "--batch-size", "9", "--json")
+    assert first.returncode == 0, first.stderr
+    count = len(_read_all(url, THREAD))
+    assert json.loads(first.stdout) == {"threads": 1, "copied": count, "already_present": 0}
+    again = invoke_json("copy", "--from", url, "--to", target, "--thread-id", THREAD)
+    assert again == {"threads": 1, "copied": 0, "already_present": count}
+    assert _read_all(target, THREAD) == _read_all(url, THREAD)
+
+
+def test_copy_into_a_diverged_thread_is_a_user_error(
+    demo_store: tuple[str, str], tmp_path: Path
+) -> None:
+    """A target thread that is not a prefix of the source: one error line, nothing written."""
+    url, _ = demo_store
+    target = f"sqlite:///{tmp_path / 'other.db'}"
+    with open_store(target) as store:
+        store.append([NewEvent(thread_id=THREAD, run_id="x", category="lifecycle",
+                               event_type="run.start")])  # fmt: skip
+    assert_user_error(invoke_cli("copy", "--from", url, "--to", target), THREAD)
+    assert len(_read_all(target, THREAD)) == 1
+
+
+def test_serve_answers_the_api_and_stops_on_sigint(demo_store: tuple[str, str]) -> None:
+    """`serve` serves the store's threads over HTTP (with --token) until interrupted."""
+    url, _ = demo_store
+    with serving("--store", url, "--token", "x") as base:
+        answer = httpx.get(f"{base}/api/threads", headers={"Authorization": "Bearer x"})
+        assert answer.status_code == 200
+        assert [t["thread_id"] for t in answer.json()["threads"]] == [THREAD]
+        assert httpx.get(f"{base}/api/threads").status_code == 401
+
+
+def test_every_command_has_help_from_its_docstring() -> None:
+    """`runjournal --help` lists every command; each command's help is its docstring."""
+    import click
+
+    from history.cli import cli
+
+    done = run_cli("--help")
+    assert done.returncode == 0, done.stderr
+    for name, command in cli.commands.items():
+        assert name in done.stdout
+        text = command.get_help(click.Context(command, info_name=name))
+        assert (command.help or "").split("\n")[0] in " ".join(text.split())
+        assert "--store" in text or name == "copy"
+
+
+def _render(renderable: object) -> str:
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_render_timeline_folds_tool_calls_and_frames_compactions() -> None:
+    """A page renders tool calls and results on one line each and a marker as a framed block."""
+    page = {
+        "thread_id": "t",
+        "has_more": True,
+        "next_before_seq": 3,
+        "items": [
+            {"type": "ai", "seq": 3, "run_id": "r1", "content": "",
+             "tool_calls": [{"name": "lookup", "args": {"q": "x" * 300}, "id": "c"}]},
+            {"type": "tool", "seq": 4, "run_id": "r1", "content": "line1\nline2 " + "y" * 300,
+             "name": "lookup", "status": "error"},
+            {"type": "summary_marker", "seq": 9, "run_id": "r2", "replaced_count": 7,
+             "summary": "- the gist", "first_replaced_seq": 3, "last_replaced_seq": 8},
+            {"type": "human", "seq": 10, "run_id": "r2",
+             "content": [{"type": "text", "text": "block text"}]},
+        ],
+    }  # fmt: skip
+    text = _render(render_timeline(page))
+    lines = text.splitlines()
+    assert "older items: --before-seq 3" in lines[0]
+    assert sum("▸ lookup(" in line for line in lines) == 1
+    assert any("↳ lookup: line1 line2" in line and line.rstrip().endswith("…") for line in lines)
+    assert "7 messages condensed" in text and "seq 3-8" in text and "- the gist" in text
+    assert "block text" in text and text.count("run r") == 2
+
+
+def test_render_prints_stored_text_literally_never_as_markup() -> None:
+    """Markup in stored text ([bold], [link=…]) is shown as typed, in messages and summaries."""
+    hostile = "[bold red]boom[/bold red] [link=https://evil.example]click[/link]"
+    page = {
+        "thread_id": "t",
+        "has_more": False,
+        "next_before_seq": None,
+        "items": [
+            {"type": "human", "seq": 1, "run_id": "r", "content": hostile},
+            {"type": "summary_marker", "seq": 2, "run_id": "r", "replaced_count": 1,
+             "summary": hostile, "first_replaced_seq": None, "last_replaced_seq": None},
+        ],
+    }  # fmt: skip
+    text = _render(render_timeline(page))
+    assert text.count(hostile) == 2
+    assert "1 message condensed" in text
+    replayed = _render(
+        render_messages(
+            [
+                HumanMessage(hostile, additional_kwargs={"lc_source": "summarization"}),
+                HumanMessage(hostile),
+            ]
+        )
+    )
+    assert replayed.count(hostile) == 2 and "summary of earlier messages" in replayed
+
+
+def test_progress_bars_draw_only_on_a_terminal() -> None:
+    """Progress bars are drawn on a terminal and stay silent when stderr is a pipe or file."""
+    from history.cli_common import progress_bar
+
+    for terminal in (True, False):
+        sink = io.StringIO()
+        console = Console(file=sink, force_terminal=terminal, width=80)
+        with progress_bar(console, "export", 10) as bar:
+            bar.advance(bar.task_ids[0], 10)
+        assert bar.disable is not terminal
+        assert ("export" in sink.getvalue()) is terminal

@@ -1,0 +1,234 @@
+"""``copy_store`` between memory, SQLite and PostgreSQL stores, and ``runjournal copy``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from journal import (
+    CopyConflictError,
+    MemoryEventStore,
+    NewEvent,
+    RunEvent,
+    RunEventStore,
+    SqliteEventStore,
+    copy_store,
+)
+from journal.postgres import PostgresEventStore
+from tests.contract import ev, many
+
+T0 = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
+
+
+def _sample(thread_id: str, runs: int = 3) -> list[NewEvent]:
+    """Events of every category with awkward content: unicode, NUL, floats, big and nested."""
+    events: list[NewEvent] = []
+    for r in range(runs):
+        stamp = T0 + timedelta(seconds=r, microseconds=r)
+        events += [
+            ev(thread_id, run_id=f"run-{r}", category="lifecycle", created_at=stamp),
+            ev(thread_id, run_id=f"run-{r}", category="message", event_type="message.ai",
+               content={"text": "héllo ✓ 😀 a\u0000b", "n": [1, 2.5, -0.0, 1e300, 2**70]},
+               created_at=stamp.astimezone(timezone(timedelta(hours=5, minutes=30)))),
+            ev(thread_id, run_id=f"run-{r}", content="x" * 40_000,  # over the trace cap
+               metadata={"model": "fake", "usage": {"in": r}}),
+            ev(thread_id, run_id=f"run-{r}", category="middleware",
+               content={"summary": "s", "replaced_count": r}),
+            ev(thread_id, run_id=f"run-{r}", category="lifecycle", event_type="run.end"),
+        ]  # fmt: skip
+    return events
+
+
+def _everything(store: RunEventStore) -> dict[str, list[RunEvent]]:
+    return {t.thread_id: store.read(t.thread_id) for t in store.list_threads()}
+
+
+def _filled(store: RunEventStore, threads: int = 3) -> RunEventStore:
+    for n in range(threads):
+        store.append(_sample(f"thread-{n}"))
+    store.append(many(7, thread_id="thread-0"))  # interleave: seqs differ from append order
+    return store
+
+
+@pytest.fixture
+def sqlite_a(tmp_path: Path) -> Iterator[SqliteEventStore]:
+    """An empty SQLite store."""
+    with SqliteEventStore(tmp_path / "a.db") as store:
+        yield store
+
+
+@pytest.fixture
+def sqlite_b(tmp_path: Path) -> Iterator[SqliteEventStore]:
+    """A second empty SQLite store."""
+    with SqliteEventStore(tmp_path / "b.db") as store:
+        yield store
+
+
+@pytest.fixture
+def memory() -> Iterator[MemoryEventStore]:
+    """An empty memory store."""
+    with MemoryEventStore() as store:
+        yield store
+
+
+@pytest.fixture
+def pg(postgres_db_url: str) -> Iterator[PostgresEventStore]:
+    """An empty PostgreSQL store."""
+    with PostgresEventStore(postgres_db_url) as store:
+        yield store
+
+
+@pytest.mark.postgres
+def test_sqlite_to_postgres_to_sqlite_round_trips_identical_events(
+    sqlite_a: SqliteEventStore, pg: PostgresEventStore, sqlite_b: SqliteEventStore
+) -> None:
+    """SQLite -> PostgreSQL -> SQLite keeps every field of every event of every thread."""
+    _filled(sqlite_a)
+    original = _everything(sqlite_a)
+    first = copy_store(sqlite_a, pg, batch_size=4)
+    second = copy_store(pg, sqlite_b, batch_size=100)
+    total = sum(len(events) for events in original.values())
+    assert (first.threads, first.copied, first.already_present) == (3, total, 0)
+    assert (second.threads, second.copied) == (3, total)
+    assert _everything(pg) == original
+    assert _everything(sqlite_b) == original
+    assert sqlite_b.list_threads() == sqlite_a.list_threads()
+    for thread_id in original:
+        assert sqlite_b.list_runs(thread_id) == sqlite_a.list_runs(thread_id)
+    truncated = [e for e in original["thread-0"] if e.metadata.get("truncated")]
+    assert truncated, "the sample must include a truncated event"
+
+
+def test_memory_to_sqlite_and_back_round_trips(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """memory -> SQLite -> a fresh memory store reads back identical events."""
+    _filled(memory)
+    copy_store(memory, sqlite_a)
+    with MemoryEventStore() as back:
+        copy_store(sqlite_a, back)
+        assert _everything(back) == _everything(memory) == _everything(sqlite_a)
+
+
+def test_rerun_copies_nothing_twice(memory: MemoryEventStore, sqlite_a: SqliteEventStore) -> None:
+    """A second copy appends nothing and reports every event as already present."""
+    _filled(memory)
+    first = copy_store(memory, sqlite_a)
+    before = _everything(sqlite_a)
+    again = copy_store(memory, sqlite_a)
+    assert again.copied == 0
+    assert again.already_present == first.copied
+    assert _everything(sqlite_a) == before
+
+
+def test_interrupted_copy_resumes_where_it_stopped(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """A target holding a prefix of a thread gets only the missing events."""
+    _filled(memory, threads=1)
+    events = memory.read("thread-0")
+    sqlite_a.append(events[:6])
+    summary = copy_store(memory, sqlite_a, batch_size=4)
+    assert (summary.copied, summary.already_present) == (len(events) - 6, 6)
+    assert sqlite_a.read("thread-0") == events
+
+
+def test_new_source_events_are_copied_on_rerun(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """Events appended to the source after a copy are added by the next copy."""
+    _filled(memory, threads=1)
+    copy_store(memory, sqlite_a)
+    memory.append(many(3, thread_id="thread-0"))
+    assert copy_store(memory, sqlite_a).copied == 3
+    assert _everything(sqlite_a) == _everything(memory)
+
+
+def test_diverging_target_thread_is_a_conflict(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """A target thread with other events raises CopyConflictError and is left unchanged."""
+    _filled(memory, threads=1)
+    sqlite_a.append([*memory.read("thread-0")[:2], ev("thread-0", event_id="intruder")])
+    before = _everything(sqlite_a)
+    with pytest.raises(CopyConflictError, match=r"'thread-0' differs from the source at seq 3"):
+        copy_store(memory, sqlite_a)
+    assert _everything(sqlite_a) == before
+
+
+def test_longer_target_thread_is_a_conflict(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """A target thread with more events than the source raises CopyConflictError."""
+    memory.append(many(2))
+    sqlite_a.append([*memory.read("t1"), *many(1)])
+    with pytest.raises(CopyConflictError, match="has 3 events, the source only 2"):
+        copy_store(memory, sqlite_a)
+
+
+def test_event_id_stored_elsewhere_in_target_is_a_conflict(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """A source event whose id the target holds in another thread raises CopyConflictError."""
+    memory.append([ev("t1", event_id="shared-id")])
+    sqlite_a.append([ev("other", event_id="shared-id")])
+    with pytest.raises(CopyConflictError, match="'shared-id'"):
+        copy_store(memory, sqlite_a, thread_ids=["t1"])
+
+
+def test_thread_ids_limit_what_is_copied(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """Only the named threads are copied; an unknown thread copies nothing."""
+    _filled(memory)
+    summary = copy_store(memory, sqlite_a, thread_ids=["thread-1", "missing", "thread-1"])
+    assert summary.threads == 2
+    assert [t.thread_id for t in sqlite_a.list_threads()] == ["thread-1"]
+    assert sqlite_a.read("thread-1") == memory.read("thread-1")
+
+
+def test_progress_counts_every_source_event(
+    memory: MemoryEventStore, sqlite_a: SqliteEventStore
+) -> None:
+    """progress(thread_id, n) calls add up to all source events, on copy and on re-run."""
+    _filled(memory)
+    total = sum(t.event_count for t in memory.list_threads())
+    for _ in range(2):  # first copies, then only checks
+        calls: list[tuple[str, int]] = []
+        copy_store(memory, sqlite_a, batch_size=4, progress=lambda t, n, c=calls: c.append((t, n)))
+        assert sum(n for _, n in calls) == total
+        assert all(0 < n <= 4 for _, n in calls)
+
+
+def test_bad_arguments_are_caller_errors(memory: MemoryEventStore) -> None:
+    """Same store, bad batch size or a bare string of thread ids raise ValueError/TypeError."""
+    with MemoryEventStore() as other:
+        with pytest.raises(ValueError, match="same store"):
+            copy_store(memory, memory)
+        with pytest.raises(ValueError, match="batch_size"):
+            copy_store(memory, other, batch_size=0)
+        with pytest.raises(TypeError, match="wrap one id in a list"):
+            copy_store(memory, other, thread_ids="t1")
+        with pytest.raises(ValueError, match="thread_ids"):
+            copy_store(memory, other, thread_ids=[" bad "])
+
+
+@pytest.mark.postgres
+def test_cli_copy_sqlite_to_postgres_and_rerun(tmp_path: Path, postgres_db_url: str) -> None:
+    """`runjournal copy --from sqlite --to postgresql` copies everything; a re-run adds none."""
+    from history.cli import cli
+
+    with SqliteEventStore(tmp_path / "src.db") as source:
+        _filled(source)
+        expected = _everything(source)
+    args = ["copy", "--from", f"sqlite:///{tmp_path / 'src.db'}", "--to", postgres_db_url]
+    runner = CliRunner()
+    for _ in range(2):
+        result = runner.invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    with PostgresEventStore(postgres_db_url) as target:
+        assert _everything(target) == expected

@@ -1,0 +1,111 @@
+"""Unit checks of the RunJournal building blocks: tool order, attribution, spool, inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+
+from journal import MemoryEventStore, NewEvent, replay_spool
+from journal._capture import assign_input_ids, output_messages, prompt_tail
+from journal._run_state import Node, RunState, ToolOrder, caller_for
+from journal.spool import Spool, read_spool
+
+
+def tool_message(call_id: str) -> ToolMessage:
+    """A tool result for ``call_id``."""
+    return ToolMessage(call_id, tool_call_id=call_id)
+
+
+@given(st.permutations([f"c{i}" for i in range(6)]))
+def test_tool_results_come_out_in_call_order(completion: list[str]) -> None:
+    """Whatever order results complete in, they are released in the order of the calls."""
+    order = ToolOrder()
+    calls = [f"c{i}" for i in range(6)]
+    order.expect(list(calls))
+    released: list[str] = []
+    for call_id in completion:
+        released += [str(m.content) for m in order.complete(call_id, [tool_message(call_id)])]
+    assert released == calls
+    assert not order.pending
+
+
+def test_unknown_and_missing_results_are_not_held_forever() -> None:
+    """A result for an unknown call passes through; release_all frees results still held."""
+    order = ToolOrder()
+    order.expect(["a", "b"])
+    assert [m.content for m in order.complete("zzz", [tool_message("zzz")])] == ["zzz"]
+    assert order.complete("b", [tool_message("b")]) == []
+    assert [m.content for m in order.release_all()] == ["b"]
+
+
+def test_callers_of_nodes_middleware_and_subagents() -> None:
+    """Root nodes are agent or middleware:<Class>; anything in a nested namespace is a subagent."""
+    assert caller_for(None, "model", {"langgraph_node": "model"}) == ("agent", True)
+    middleware = {"langgraph_node": "SummarizationMiddleware.before_model"}
+    assert caller_for(None, "x", middleware) == ("middleware:SummarizationMiddleware", True)
+    run = RunState(run_id="r", thread_id="t", graph="g")
+    graph = Node(run=run, name="researcher", caller="agent", node="tools", step=2)
+    nested = {"langgraph_checkpoint_ns": "tools:1|model:2"}
+    assert caller_for(graph, "model", nested) == ("subagent:researcher", False)
+    inner = Node(run=run, name="model", caller="subagent:researcher", node="model", step=1)
+    assert caller_for(inner, "m", nested) == ("subagent:researcher", False)
+
+
+def test_input_forms_get_ids_in_place() -> None:
+    """Dicts, tuples and strings become messages with ids, written back into the input."""
+    inputs: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": "a"},
+            ("user", "b"),
+            "c",
+            HumanMessage("d"),
+            RemoveMessage(id="gone"),
+        ]
+    }
+    messages = assign_input_ids(inputs)
+    assert [m.content for m in messages] == ["a", "b", "c", "d"]
+    assert all(m.id for m in messages)
+    assert inputs["messages"][:4] == messages  # the state receives these very objects
+    assert assign_input_ids("not a state") == []
+
+
+def test_output_messages_unwraps_commands_and_lists() -> None:
+    """Node outputs as dict, Command or list of Commands all yield their messages."""
+    from langgraph.types import Command
+
+    answer = AIMessage("x")
+    assert output_messages({"messages": [answer]}) == [answer]
+    assert output_messages([Command(update={"messages": [answer]})]) == [answer]
+    assert output_messages(None) == []
+    assert answer.id is not None
+
+
+def test_prompt_tail_is_bounded() -> None:
+    """The llm.start excerpt keeps at most 3 messages and the text budget."""
+    prompt = [HumanMessage("x" * 100, id=str(i)) for i in range(50)]
+    tail = prompt_tail(prompt, budget=150)
+    assert tail["omitted_messages"] == 48
+    assert [m["id"] for m in tail["messages"]] == ["48", "49"]
+    assert sum(len(m["text"]) for m in tail["messages"]) == 150
+
+
+def test_spool_skips_a_torn_line_and_replays_the_rest(tmp_path: Path) -> None:
+    """A torn last line (crash mid-write) is skipped; the valid events replay."""
+    path = tmp_path / "spool.jsonl"
+    events = [
+        NewEvent(thread_id="t", run_id="r", category="trace", event_type="custom:x", content=i)
+        for i in range(3)
+    ]
+    Spool(path).append(events)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"thread_id": "t"})[:10])
+    assert [e.event_id for e in read_spool(path)] == [e.event_id for e in events]
+    store = MemoryEventStore()
+    assert replay_spool(path, store) == 3
+    assert [e.content for e in store.read("t")] == [0, 1, 2]
+    assert replay_spool(path, store) == 0  # the file is gone: an empty spool

@@ -1,0 +1,207 @@
+"""The store contract run against ``PostgresEventStore``, plus its PostgreSQL-only behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+from structlog.testing import capture_logs
+
+from journal import (
+    RunEventStore,
+    SchemaVersionError,
+    StoreError,
+    StoreUnavailableError,
+    open_store,
+)
+from journal.postgres import PostgresEventStore, _append_op, _drive
+from journal.store import RunEventStore as _Store
+from tests.contract import StoreContract, ev, many, seqs
+from tests.postgres_server import _free_port, fresh_database_url
+
+pytestmark = pytest.mark.postgres
+
+
+class TestPostgresEventStore(StoreContract):
+    """``PostgresEventStore`` meets the contract (one fresh database per test)."""
+
+    url: str
+
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url: str) -> None:
+        self.url = fresh_database_url(postgres_url)
+
+    def create_store(self, **options: Any) -> RunEventStore:
+        """A store on a fresh, empty database of the session cluster."""
+        return PostgresEventStore(self.url, **options)
+
+
+@pytest.fixture
+def pg(postgres_db_url: str) -> Iterator[PostgresEventStore]:
+    """A store on a fresh database, closed afterwards."""
+    store = PostgresEventStore(postgres_db_url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def test_postgresql_url_opens_a_postgres_store(postgres_db_url: str) -> None:
+    """open_store("postgresql://...") returns a working PostgresEventStore."""
+    with open_store(postgres_db_url) as store:
+        assert isinstance(store, PostgresEventStore)
+        assert seqs(store.append(many(2))) == [1, 2]
+
+
+def test_database_rejects_update_and_delete_of_events(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """The append-only trigger rejects UPDATE, DELETE and TRUNCATE outside delete_thread."""
+    pg.append(many(2))
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        for statement in (
+            "UPDATE runjournal_events SET run_id = 'x'",
+            "DELETE FROM runjournal_events",
+            "TRUNCATE runjournal_events",
+        ):
+            with pytest.raises(psycopg.errors.RestrictViolation, match="append-only"):
+                conn.execute(statement)
+    assert [e.content for e in pg.read("t1")] == [{"i": 0}, {"i": 1}]
+
+
+def test_values_jsonb_would_change_round_trip_exactly(pg: PostgresEventStore) -> None:
+    """NUL characters, huge and tiny floats and -0.0 come back exactly (json, not jsonb)."""
+    content = {"nul": "a\u0000b", "big": 1e300, "tiny": 5e-324, "neg0": -0.0, "int": 2**70}
+    [stored] = pg.append([ev(content=content, metadata={"k\u0000": "\u0000"})])
+    [read] = pg.read("t1")
+    assert read.content == content
+    assert isinstance(read.content["big"], float)
+    assert str(read.content["neg0"]) == "-0.0"
+    assert read.metadata == {"k\u0000": "\u0000"}
+    assert read == stored
+
+
+def test_down_server_raises_unavailable_without_hanging() -> None:
+    """Opening a store on a port where nothing listens raises StoreUnavailableError."""
+    url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    with pytest.raises(StoreUnavailableError, match="cannot connect"):
+        PostgresEventStore(url, connect_timeout=1)
+
+
+def test_statement_timeout_gives_a_clear_error(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """An append blocked longer than statement_timeout fails with StoreUnavailableError."""
+    pg.append(many(1))
+    with (
+        psycopg.connect(postgres_db_url) as blocker,
+        PostgresEventStore(postgres_db_url, statement_timeout=0.2) as impatient,
+    ):
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't1' FOR UPDATE")
+        with pytest.raises(StoreUnavailableError, match="timed out"):
+            impatient.append(many(1))
+        blocker.rollback()
+    assert pg.last_seq("t1") == 1
+
+
+def test_bad_options_and_urls_are_caller_errors(postgres_db_url: str) -> None:
+    """Bad timeouts, pool sizes and non-PostgreSQL URLs raise ValueError naming the fix."""
+    with pytest.raises(ValueError, match="connect_timeout"):
+        PostgresEventStore(postgres_db_url, connect_timeout=0)
+    with pytest.raises(ValueError, match="statement_timeout"):
+        PostgresEventStore(postgres_db_url, statement_timeout=-1)
+    with pytest.raises(ValueError, match="min_size"):
+        PostgresEventStore(postgres_db_url, min_size=3, max_size=2)
+    with pytest.raises(ValueError, match="postgresql://"):
+        PostgresEventStore("sqlite:///x.db")
+
+
+def test_unknown_database_is_unavailable(postgres_url: str) -> None:
+    """A URL naming a database that does not exist raises StoreUnavailableError."""
+    url = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(StoreUnavailableError, match="no_such_database"):
+        PostgresEventStore(url, connect_timeout=2)
+
+
+def test_newer_schema_is_refused(pg: PostgresEventStore, postgres_db_url: str) -> None:
+    """A database migrated by a newer runjournal raises SchemaVersionError on open."""
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO runjournal_schema_version (version) VALUES (999)")
+    with pytest.raises(SchemaVersionError, match="999"):
+        PostgresEventStore(postgres_db_url)
+
+
+def test_concurrent_first_opens_migrate_once(postgres_db_url: str) -> None:
+    """Eight stores opened at once on an empty database all work; the schema is made once."""
+    with ThreadPoolExecutor(8) as pool:
+        stores = list(pool.map(lambda _: PostgresEventStore(postgres_db_url), range(8)))
+    try:
+        with psycopg.connect(postgres_db_url) as conn:
+            versions = conn.execute("SELECT version FROM runjournal_schema_version").fetchall()
+        assert versions == [(1,)]
+        for store in stores:
+            store.append(many(1))
+        assert stores[0].last_seq("t1") == 8
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_racing_duplicate_event_id_returns_the_winner(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """A writer racing another for the same new event_id gets the winner's record, no gap."""
+    event = ev(event_id="same")
+    prepared = pg.prepare([event])
+    results: list[Any] = []
+    with psycopg.connect(postgres_db_url) as winner:  # the same operation, left uncommitted
+        won = _drive(winner, _append_op(prepared, checked=False))
+        with capture_logs() as logs:
+            loser = threading.Thread(target=lambda: results.append(pg.append([event])))
+            loser.start()
+            time.sleep(0.3)  # let the loser block on the winner's locks
+            winner.commit()
+            loser.join(timeout=30)
+    assert results == [won]
+    assert any(entry["event"] == "postgres_transaction_retry" for entry in logs)
+    assert seqs(pg.append(many(1))) == [2]
+
+
+def test_async_methods_work_from_several_event_loops(pg: PostgresEventStore) -> None:
+    """aappend/aread work from successive event loops (one async pool per loop)."""
+    for _ in range(2):
+        stored = asyncio.run(pg.aappend(many(2)))
+        assert asyncio.run(pg.aread("t1", after_seq=stored[0].seq - 1)) == stored
+    assert pg.last_seq("t1") == 4
+
+
+def test_driver_errors_are_wrapped(pg: PostgresEventStore, postgres_db_url: str) -> None:
+    """A broken schema surfaces as a StoreError, never a psycopg exception."""
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE runjournal_events RENAME TO broken")
+    with pytest.raises(StoreError) as info:
+        pg.read("t1")
+    assert not isinstance(info.value, psycopg.Error)
+    assert isinstance(pg, _Store)
+
+
+def test_lost_connections_are_replaced_transparently(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """After the server kills every pooled connection, the next append and read still work."""
+    pg.append(many(1))
+    with psycopg.connect(postgres_db_url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'runjournal' AND pid <> pg_backend_pid()"
+        )
+    with capture_logs() as logs:
+        assert seqs(pg.append(many(1))) == [2]
+    assert pg.last_seq("t1") == 2
+    assert any(entry["event"] == "postgres_transaction_retry" for entry in logs)

@@ -1,0 +1,330 @@
+"""The store contract run against ``SqliteEventStore``, plus its SQLite-only guarantees."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from journal import (
+    RunEvent,
+    RunEventStore,
+    SchemaVersionError,
+    SqliteEventStore,
+    StoreCorruptError,
+    StoreUnavailableError,
+    open_store,
+)
+from tests.contract import StoreContract, ev, many, seqs
+
+
+class TestSqliteEventStore(StoreContract):
+    """``SqliteEventStore`` meets the contract."""
+
+    def create_store(self, **options: Any) -> RunEventStore:
+        """A fresh SQLite file in the test's temporary directory."""
+        index = len(list(self.tmp_path.glob("store-*.db")))
+        return SqliteEventStore(self.tmp_path / f"store-{index}.db", **options)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A path for a fresh SQLite store file."""
+    return tmp_path / "journal.db"
+
+
+def test_events_survive_reopening(db_path: Path) -> None:
+    """Events and seq counters persist across close and reopen of the file."""
+    with SqliteEventStore(db_path) as store:
+        store.append(many(3))
+    with SqliteEventStore(db_path) as store:
+        [nxt] = store.append([ev(content="after reopen")])
+        assert nxt.seq == 4
+        assert store.read("t1")[0].content == {"i": 0}
+
+
+def test_two_stores_on_one_file_share_seqs(db_path: Path) -> None:
+    """Two store objects on one file interleave appends without duplicate seqs."""
+    with SqliteEventStore(db_path) as a, SqliteEventStore(db_path) as b:
+        a.append(many(2))
+        b.append(many(2))
+        a.append(many(1))
+        assert seqs(b.read("t1")) == [1, 2, 3, 4, 5]
+
+
+def test_raw_update_of_an_event_is_rejected(db_path: Path) -> None:
+    """A raw UPDATE on the events table through sqlite3 fails and changes nothing."""
+    with SqliteEventStore(db_path) as store:
+        store.append([ev(content="original")])
+    conn = sqlite3.connect(db_path)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("UPDATE events SET content = ? WHERE seq = 1", ('"changed"',))
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("UPDATE events SET seq = 7")
+    finally:
+        conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert store.read("t1")[0].content == "original"
+
+
+def test_raw_delete_of_an_event_is_rejected(db_path: Path) -> None:
+    """A raw DELETE on the events table through sqlite3 fails; delete_thread still works."""
+    with SqliteEventStore(db_path) as store:
+        store.append(many(2))
+    conn = sqlite3.connect(db_path)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("DELETE FROM events WHERE seq = 1")
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("DELETE FROM events")
+        assert conn.execute("SELECT COUNT(*) FROM delete_grants").fetchone()[0] == 0
+    finally:
+        conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert store.count("t1") == 2
+        assert store.delete_thread("t1") == 2
+        assert store.count("t1") == 0
+
+
+def test_database_rejects_duplicate_seq_and_event_id(db_path: Path) -> None:
+    """UNIQUE(thread_id, seq) and UNIQUE(event_id) hold for raw inserts too."""
+    with SqliteEventStore(db_path) as store:
+        [stored] = store.append([ev(event_id="e1")])
+    conn = sqlite3.connect(db_path)
+    insert = (
+        "INSERT INTO events (event_id, thread_id, seq, run_id, category, event_type, content,"
+        " metadata, created_at) VALUES (?, ?, ?, 'r', 'trace', 'llm.start', 'null', '{}', 0)"
+    )
+    try:
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(insert, ("other", "t1", stored.seq))
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(insert, ("e1", "t1", 99))
+    finally:
+        conn.close()
+
+
+def test_store_uses_wal_and_the_configured_synchronous(db_path: Path) -> None:
+    """The file is in WAL mode; connections use the requested synchronous level."""
+    store = SqliteEventStore(db_path, synchronous="full")
+    try:
+        assert store.synchronous == "FULL"
+        with store._pool.connection() as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    finally:
+        store.close()
+    with SqliteEventStore(db_path) as store, store._pool.connection() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"synchronous": "OFF"}, {"synchronous": "sometimes"}, {"busy_timeout": 0}],
+)
+def test_bad_options_are_value_errors(db_path: Path, kwargs: dict[str, Any]) -> None:
+    """An unsupported synchronous level or a non-positive timeout raises ValueError."""
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        SqliteEventStore(db_path, **kwargs)
+
+
+@pytest.mark.parametrize("path", ["", ":memory:", "file:x.db?mode=ro"])
+def test_non_file_paths_are_rejected(path: str) -> None:
+    """Empty, :memory: and URI paths raise ValueError pointing at memory://."""
+    with pytest.raises(ValueError, match="memory://"):
+        SqliteEventStore(path)
+
+
+def test_missing_directory_is_store_unavailable(tmp_path: Path) -> None:
+    """A path in a directory that does not exist raises StoreUnavailableError saying so."""
+    with pytest.raises(StoreUnavailableError, match="does not exist"):
+        SqliteEventStore(tmp_path / "no" / "such" / "dir.db")
+
+
+def test_directory_as_path_is_store_unavailable(tmp_path: Path) -> None:
+    """A path naming a directory raises StoreUnavailableError."""
+    with pytest.raises(StoreUnavailableError, match="open the store"):
+        SqliteEventStore(tmp_path)
+
+
+def test_text_file_is_store_corrupt(tmp_path: Path) -> None:
+    """A text file named like a database raises StoreCorruptError with a clear message."""
+    path = tmp_path / "x.db"
+    path.write_text("this is not a database\n" * 100)
+    with pytest.raises(StoreCorruptError, match="not a runjournal database"):
+        SqliteEventStore(path)
+
+
+def test_foreign_sqlite_database_with_events_table_is_store_corrupt(db_path: Path) -> None:
+    """A SQLite file with an unrelated events table is refused, not migrated over."""
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE events (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreCorruptError, match="not a runjournal database"):
+        SqliteEventStore(db_path)
+
+
+def test_newer_schema_version_is_refused(db_path: Path) -> None:
+    """A file whose schema_version is ahead of this code raises SchemaVersionError."""
+    SqliteEventStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE schema_version SET version = version + 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaVersionError, match="upgrade runjournal"):
+        SqliteEventStore(db_path)
+
+
+def test_schema_version_is_recorded(db_path: Path) -> None:
+    """A new file records the number of migrations as its schema version."""
+    from journal._sqlite_schema import MIGRATIONS
+
+    SqliteEventStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+    finally:
+        conn.close()
+
+
+def test_sqlite_url_opens_a_sqlite_store(tmp_path: Path) -> None:
+    """open_store('sqlite:///<absolute path>') opens a SqliteEventStore on that file."""
+    path = tmp_path / "via-url.db"
+    store = open_store(f"sqlite:///{path}", synchronous="FULL")
+    try:
+        assert isinstance(store, SqliteEventStore)
+        assert store.path == path
+        assert store.synchronous == "FULL"
+    finally:
+        store.close()
+    assert path.exists()
+
+
+def _plan(db_path: Path, query: str, params: list[Any]) -> str:
+    conn = sqlite3.connect(db_path)
+    try:
+        rows = conn.execute("EXPLAIN QUERY PLAN " + query, params).fetchall()
+    finally:
+        conn.close()
+    return " | ".join(str(row[-1]) for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("read_kwargs", "index"),
+    [
+        ({"before_seq": 50, "limit": 10}, "events_thread_seq"),
+        ({"after_seq": 50, "limit": 10}, "events_thread_seq"),
+        ({"category": "message", "before_seq": 50, "limit": 10}, "events_thread_"),
+        ({"run_id": "r1", "limit": 10}, "events_thread_"),
+    ],
+)
+def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], index: str) -> None:
+    """The read query of a page searches a thread index instead of scanning the table."""
+    from journal.events import EventFilter
+    from journal.sqlite import _where
+
+    with SqliteEventStore(db_path) as store:
+        store.append(many(100))
+    flt = RunEventStore._make_filter(
+        read_kwargs.get("category"), read_kwargs.get("event_type"), read_kwargs.get("run_id")
+    )
+    assert isinstance(flt, EventFilter)
+    where, params = _where("t1", read_kwargs.get("after_seq"), read_kwargs.get("before_seq"), flt)
+    plan = _plan(db_path, "SELECT * FROM events" + where + " ORDER BY seq DESC LIMIT 10", params)
+    assert "SEARCH events USING INDEX " + index in plan
+    assert "SCAN events" not in plan
+
+
+def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
+    """Start a thread that holds the file's write lock for ``seconds``; returns once held."""
+    held = threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        conn.execute("COMMIT")
+        conn.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    return thread
+
+
+def test_append_waits_out_a_held_write_lock(db_path: Path) -> None:
+    """An append retries past busy_timeout while another connection holds the write lock."""
+    with SqliteEventStore(db_path, busy_timeout=0.02, retry_deadline=10) as store:
+        holder = _hold_write_lock(db_path, 0.4)
+        started = time.monotonic()
+        [stored] = store.append([ev()])
+        waited = time.monotonic() - started
+        holder.join()
+        assert stored.seq == 1
+        assert waited >= 0.3  # it really waited for the lock, then wrote
+        assert seqs(store.read("t1")) == [1]
+
+
+def test_lock_held_past_the_retry_deadline_is_store_unavailable(db_path: Path) -> None:
+    """When the write lock stays taken past retry_deadline, append raises a clear store error."""
+    with SqliteEventStore(db_path, busy_timeout=0.02, retry_deadline=0.2) as store:
+        holder = _hold_write_lock(db_path, 1.0)
+        try:
+            with pytest.raises(StoreUnavailableError, match="locked"):
+                store.append([ev()])
+        finally:
+            holder.join()
+        assert store.last_seq("t1") == 0
+        assert seqs(store.append([ev()])) == [1]
+
+
+def test_reads_proceed_while_a_writer_holds_the_lock(db_path: Path) -> None:
+    """WAL lets reads run while another connection holds the write lock."""
+    with SqliteEventStore(db_path, busy_timeout=0.02, retry_deadline=0.2) as store:
+        store.append(many(2))
+        holder = _hold_write_lock(db_path, 0.5)
+        try:
+            assert seqs(store.read("t1")) == [1, 2]
+            assert store.list_threads()[0].event_count == 2
+        finally:
+            holder.join()
+
+
+def test_connections_are_reused(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sequential operations reuse pooled connections instead of opening new ones."""
+    with SqliteEventStore(db_path) as store:
+        opened: list[int] = []
+        original = store._pool.open
+
+        def counting_open() -> sqlite3.Connection:
+            opened.append(1)
+            return original()
+
+        monkeypatch.setattr(store._pool, "open", counting_open)
+        for _ in range(20):
+            store.append(many(1))
+            store.read("t1", limit=1)
+        assert len(opened) <= 1
+
+
+def test_records_behave_like_validated_events(db_path: Path) -> None:
+    """Records built without re-validation equal, dump, copy and print like validated ones."""
+    with SqliteEventStore(db_path) as store:
+        [appended] = store.append([ev(content={"a": [1]}, metadata={"m": 1})])
+        [read] = store.read("t1")
+    for record in (appended, read):
+        validated = RunEvent.model_validate(record.model_dump())
+        assert record == validated
+        assert repr(record) == repr(validated)
+        assert record.model_dump_json() == validated.model_dump_json()
+        assert record.model_fields_set == validated.model_fields_set
+        copy = record.model_copy(deep=True)
+        copy.content["a"].append(2)
+        assert record.content == {"a": [1]}

@@ -1,0 +1,211 @@
+"""The web viewer in a real headless Chromium against a real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from history.app import create_app
+from history.server import serve_in_thread
+from journal import MemoryEventStore, RunEvent
+from tests.http_data import XSS, seed_conversation, turn_events
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+TOKEN = "viewer-secret"
+TURNS, MARKER_AFTER, PAGE = 6, 3, 8
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Debian Chromium driven by Playwright (skipped only outside CI)."""
+    if not os.path.exists(CHROMIUM):
+        reason = f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)"
+        if os.environ.get("RUNJOURNAL_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def seeded() -> Iterator[tuple[MemoryEventStore, list[RunEvent]]]:
+    """A store with a 6-turn conversation compacted after turn 3, with hostile markup."""
+    store = MemoryEventStore()
+    events = seed_conversation(
+        store,
+        "conv",
+        turns=TURNS,
+        marker_after=MARKER_AFTER,
+        first_question=f"Hello {XSS} there",
+        summary=f"Earlier turns were condensed {XSS} safely.",
+    )
+    yield store, events
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def base_url(seeded: tuple[MemoryEventStore, list[RunEvent]]) -> Iterator[str]:
+    """The viewer served by uvicorn from a background thread."""
+    with serve_in_thread(create_app(seeded[0])) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page that records every dialog (an alert would mean injected script ran)."""
+    context = browser.new_context(viewport={"width": 1000, "height": 760})
+    tab = context.new_page()
+    tab.dialogs = []
+    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+    yield tab
+    context.close()
+
+
+def _timeline_seqs(events: list[RunEvent]) -> list[int]:
+    return [
+        e.seq for e in events if e.category == "message" or e.event_type == "middleware:summarize"
+    ]
+
+
+def _shown_seqs(page: Any) -> list[int]:
+    return [
+        int(s)
+        for s in page.eval_on_selector_all(
+            ".timeline > .item", "els => els.map(e => e.dataset.seq)"
+        )
+    ]
+
+
+def _scroll_back_until(page: Any, count: int) -> None:
+    for _ in range(40):
+        if len(_shown_seqs(page)) >= count:
+            return
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(150)
+    raise AssertionError(f"scrolling back showed {len(_shown_seqs(page))} items, not {count}")
+
+
+def test_thread_page_shows_pages_marker_and_inert_markup(
+    page: Any, base_url: str, seeded: tuple[MemoryEventStore, list[RunEvent]]
+) -> None:
+    """Newest page first, older pages by scrolling back, the condensed card in place, text only."""
+    expected = _timeline_seqs(seeded[1])
+    page.goto(f"{base_url}/threads/conv?limit={PAGE}")
+    page.wait_for_selector(".timeline > .item")
+    first = _shown_seqs(page)
+    assert first == expected[-len(first) :] and len(first) < len(expected)
+
+    _scroll_back_until(page, len(expected))
+    assert _shown_seqs(page) == expected
+    assert page.locator(".load-older").is_hidden()
+
+    marker_seq = next(e.seq for e in seeded[1] if e.event_type == "middleware:summarize")
+    marker = page.locator(f'.item.marker[data-seq="{marker_seq}"]')
+    assert (
+        marker.locator(".condensed-title").inner_text() == f"{MARKER_AFTER * 4} messages condensed"
+    )
+    summary = marker.locator(".summary-text")
+    assert summary.is_hidden()
+    marker.locator("summary").click()
+    assert summary.is_visible()
+    assert summary.inner_text() == f"Earlier turns were condensed {XSS} safely."
+
+    human = page.locator(".item.human .text").first
+    assert human.inner_text() == f"Hello {XSS} there"
+    assert page.locator("img").count() == 0
+    assert page.dialogs == []
+    assert page.locator("details.tool-call[open], details.tool-result[open]").count() == 0
+    assert page.locator(".item.tool").count() == TURNS
+
+    page.locator(".item.ai details.tool-call").nth(MARKER_AFTER).locator("summary").click()
+    marker.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, -120)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "viewer.png"))
+    assert (ARTIFACTS / "viewer.png").stat().st_size > 10_000
+
+
+def test_thread_page_follows_new_events_live(
+    page: Any, base_url: str, seeded: tuple[MemoryEventStore, list[RunEvent]]
+) -> None:
+    """Messages appended while the page is open appear at the bottom without a reload, as
+    inert text; deleting the thread is reported."""
+    store = seeded[0]
+    seed_conversation(store, "live", turns=2)
+    page.goto(f"{base_url}/threads/live?limit={PAGE}")
+    page.wait_for_selector(".live.on")
+    turn = 3
+    store.append(turn_events("live", turn, question=f"Live question {XSS}", result=XSS))
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('.item.ai .text')].some(e => e.textContent === n)",
+        arg=f"Answer {turn}.",
+        timeout=10_000,
+    )
+    seqs = _shown_seqs(page)
+    assert seqs == sorted(set(seqs))
+    assert page.locator(".item.human .text").last.inner_text() == f"Live question {XSS}"
+    result = page.locator(".item.tool").last
+    result.locator("summary").click()
+    assert result.locator("pre").inner_text() == XSS
+    call = page.locator(".item.ai details.tool-call").last
+    assert call.locator("pre").is_hidden()
+    call.locator("summary").click()
+    assert '"q": 3' in call.locator("pre").inner_text()
+    assert page.locator("img").count() == 0 and page.dialogs == []
+
+    store.delete_thread("live")
+    page.wait_for_selector(".live.off", timeout=10_000)
+    assert page.locator(".live").inner_text() == "thread deleted"
+
+
+def test_thread_list_links_to_threads(page: Any, base_url: str) -> None:
+    """The front page lists the threads and opens one on click."""
+    page.goto(base_url + "/")
+    link = page.locator("a.thread-link", has_text="conv")
+    link.click()
+    page.wait_for_url("**/threads/conv")
+    page.wait_for_selector(".timeline > .item")
+
+
+def test_viewer_with_token_from_fragment_or_prompt(browser: Any) -> None:
+    """A token-protected server: the fragment's token, or the prompt's, unlocks the viewer."""
+    store = MemoryEventStore()
+    seed_conversation(store, "locked", turns=1)
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        with serve_in_thread(create_app(store, token=TOKEN)) as url:
+            page.goto(url + "/threads/locked")
+            page.wait_for_selector(".token-form")
+            page.fill(".token-form input", TOKEN)
+            page.click(".token-form button")
+            page.wait_for_selector(".item.ai")
+            page.wait_for_selector(".live.on")
+
+            fresh = context.new_page()
+            fresh.goto(url + f"/#token={TOKEN}")
+            fresh.wait_for_selector("a.thread-link")
+            assert "token" not in fresh.url
+    finally:
+        context.close()
+        store.close()
