@@ -89,6 +89,11 @@ def demo(store_url: str, thread_id: str) -> None:
         page = build_timeline(store, thread_id, limit=_DEMO_PAGE)
         markers = sum(1 for item in page["items"] if item["type"] == "summary_marker")
         events = store.last_seq(thread_id)
+    if result.spooled:
+        notes.print(
+            f"{result.spooled} events could not be stored and wait in {result.spool_path}; "
+            f"`runjournal recover {result.spool_path}` stores them"
+        )
     out = out_console()
     out.rule(f"thread {thread_id}")
     out.print(render_timeline(page))

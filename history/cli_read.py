@@ -5,7 +5,7 @@ Each is a thin wrapper of a library call; its flags carry the call's keyword nam
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import click
 from rich.table import Table
@@ -21,6 +21,9 @@ from history.cli_common import (
     store_option,
 )
 from history.render import content_text, render_messages, render_timeline
+from history.replay import ReplayView
+from history.replay import replay as replay_thread
+from history.timeline import build_timeline
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
 from journal.messages import message_to_content
@@ -86,8 +89,6 @@ def history(
     Without --before-seq, the newest --limit items; follow the printed --before-seq to page
     back. --json prints the page as build_timeline returns it.
     """
-    from history.timeline import build_timeline
-
     with open_cli_store(store_url) as store:
         page = build_timeline(
             store, thread_id, before_seq=before_seq, limit=limit, include_markers=include_markers
@@ -215,10 +216,8 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     in place of what it condensed); --view full shows every message ever added. --json
     prints the messages in LangChain's dict form.
     """
-    from history.replay import replay as replay_thread
-
     with open_cli_store(store_url) as store:
-        messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=view)  # type: ignore[arg-type]
+        messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
     if as_json:
         payload: list[Any] = [to_jsonable(message_to_content(m)) for m in messages]
         emit_json(payload)

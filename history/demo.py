@@ -16,13 +16,13 @@ the model was sent.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from journal.run_journal import RunJournal
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -36,6 +36,8 @@ from history.demo_models import (
     message_text,
 )
 from history.demo_tools import DEMO_TOOLS
+from journal.run_journal import RunJournal
+from journal.spool import DEFAULT_SPOOL_PATH
 from journal.store import RunEventStore
 from middleware.summarization import TrackingSummarizationMiddleware
 
@@ -69,12 +71,18 @@ _NAMESPACE: Final = uuid.UUID("5b0e1f4e-2d4b-4c4e-9a61-6b8f1d0c7a10")
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What a demo run did: its thread, run ids, answers, and the agent model's prompts."""
+    """What a demo run did: its thread, run ids, answers, and the agent model's prompts.
+
+    ``spooled`` counts events the store could not take (kept in the spool at ``spool_path``
+    for ``runjournal recover``); 0 when the store was healthy.
+    """
 
     thread_id: str
     run_ids: list[str]
     answers: list[str]
     model_calls: list[list[BaseMessage]]
+    spooled: int = 0
+    spool_path: str = ""
 
 
 def _call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
@@ -170,12 +178,20 @@ def build_demo_agent(model: ScriptedAgentModel | None = None) -> Any:
     )
 
 
-def run_demo(store: RunEventStore, *, thread_id: str = DEMO_THREAD_ID) -> DemoResult:
-    """Run the demo conversation journaled into ``store``; replaces an earlier ``thread_id``."""
+def run_demo(
+    store: RunEventStore,
+    *,
+    thread_id: str = DEMO_THREAD_ID,
+    spool_path: str | os.PathLike[str] = DEFAULT_SPOOL_PATH,
+) -> DemoResult:
+    """Run the demo conversation journaled into ``store``; replaces an earlier ``thread_id``.
+
+    Events the store cannot take go to the journal's spool at ``spool_path``.
+    """
     store.delete_thread(thread_id)
     model = ScriptedAgentModel(demo_script())
     agent = build_demo_agent(model)
-    journal = RunJournal(store, thread_id=thread_id)
+    journal = RunJournal(store, thread_id=thread_id, spool_path=spool_path)
     run_ids: list[str] = []
     answers: list[str] = []
     try:
@@ -192,5 +208,10 @@ def run_demo(store: RunEventStore, *, thread_id: str = DEMO_THREAD_ID) -> DemoRe
     finally:
         journal.close()
     return DemoResult(
-        thread_id=thread_id, run_ids=run_ids, answers=answers, model_calls=model.calls
+        thread_id=thread_id,
+        run_ids=run_ids,
+        answers=answers,
+        model_calls=model.calls,
+        spooled=journal.spooled_events,
+        spool_path=str(journal.spool.path),
     )

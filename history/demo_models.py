@@ -152,7 +152,7 @@ class ExtractiveSummaryModel(_OfflineChatModel):
     sentence.
     """
 
-    max_points: int = 8
+    max_points: int = 10
     model_name: str = "extractive-summarizer"
 
     @property

@@ -93,7 +93,7 @@ def city_facts(city: str) -> str:
     """Look up a city's country, population and main railway station (JSON)."""
     facts = CITY_FACTS.get(city.strip().lower())
     if facts is None:
-        known = ", ".join(f["city"] for f in CITY_FACTS.values())  # type: ignore[misc]
+        known = ", ".join(str(f["city"]) for f in CITY_FACTS.values())
         return f"error: no facts about {city!r}; known cities: {known}"
     return json.dumps(facts, ensure_ascii=False, sort_keys=True)
 

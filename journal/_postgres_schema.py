@@ -49,7 +49,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         CONSTRAINT runjournal_events_event_id UNIQUE (event_id)
     );
     CREATE INDEX runjournal_events_run ON runjournal_events (thread_id, run_id, seq);
-    CREATE INDEX runjournal_events_type ON runjournal_events (thread_id, event_type, seq);
+    CREATE INDEX runjournal_events_category ON runjournal_events (thread_id, category, seq);
     CREATE TABLE runjournal_thread_heads (
         thread_id     text        PRIMARY KEY,
         last_seq      bigint      NOT NULL,

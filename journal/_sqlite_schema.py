@@ -12,7 +12,8 @@ Layout (version 1):
   read; ``UNIQUE(event_id)`` is the idempotency key; ``(thread_id, category, seq)`` and
   ``(thread_id, run_id, seq)`` keep filtered reads and ``list_runs`` off full-thread scans.
 * ``thread_heads``: the per-thread seq counter (``last_seq``), bumped in the same transaction
-  as the insert, plus the first/last event times that ``list_threads`` reports.
+  as the insert, plus the first/last event times and (version 2) the run count that
+  ``list_threads`` reports.
 * ``delete_grants``: a thread id is present only inside ``delete_thread``'s transaction; the
   triggers reject every UPDATE of an event and every DELETE without a grant.
 * ``schema_version``: a single row holding the version.
@@ -38,6 +39,7 @@ __all__ = [
     "LIST_THREADS_SQL",
     "MIGRATIONS",
     "REVOKE_DELETE_SQL",
+    "RUN_KNOWN_SQL",
     "SCHEMA_VERSION",
     "SELECT_EVENTS_SQL",
     "migrate",
@@ -97,8 +99,17 @@ def _v1(db: Database) -> None:
     )
 
 
+def _v2(db: Database) -> None:
+    # list_threads reported COUNT(DISTINCT run_id) per thread: O(events); keep a counter.
+    db.table("thread_heads").add_column("run_count", int, not_null_default=0)
+    db.execute(
+        "UPDATE thread_heads SET run_count = (SELECT COUNT(DISTINCT e.run_id) FROM events e "
+        "WHERE e.thread_id = thread_heads.thread_id)"
+    )
+
+
 #: Append-only; index + 1 is the schema version the migration produces.
-MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1,)
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -128,23 +139,24 @@ INSERT_EVENT_SQL: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?
 SELECT_EVENTS_SQL: Final = f"SELECT {EVENT_COLUMNS} FROM events"
 COUNT_SQL: Final = "SELECT COUNT(*) FROM events"
 LAST_SEQ_SQL: Final = "SELECT last_seq FROM thread_heads WHERE thread_id = ?"
-#: Parameters: thread_id, number of new events, created_at of the first and of the last one.
-#: Returns the thread's new last_seq; needs SQLite >= 3.35 (RETURNING).
+#: Parameters: thread_id, number of new events, created_at of the first and of the last one,
+#: number of runs new to the thread. Returns the thread's new last_seq (RETURNING: SQLite 3.35).
 BUMP_HEAD_SQL: Final = (
-    "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
-    "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
-    "last_seq = last_seq + excluded.last_seq, last_event_at = excluded.last_event_at "
+    "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at, run_count) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "last_seq = last_seq + excluded.last_seq, last_event_at = excluded.last_event_at, "
+    "run_count = run_count + excluded.run_count "
     "RETURNING last_seq"
 )
+RUN_KNOWN_SQL: Final = "SELECT 1 FROM events WHERE thread_id = ? AND run_id = ? LIMIT 1"
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
 DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"
 DELETE_HEAD_SQL: Final = "DELETE FROM thread_heads WHERE thread_id = ?"
 REVOKE_DELETE_SQL: Final = "DELETE FROM delete_grants WHERE thread_id = ?"
 #: event_count is last_seq: seqs are gap-free and only whole threads are ever deleted.
 LIST_THREADS_SQL: Final = (
-    "SELECT h.thread_id, h.last_seq, h.first_event_at, h.last_event_at, "
-    "(SELECT COUNT(DISTINCT e.run_id) FROM events e WHERE e.thread_id = h.thread_id) "
-    "FROM thread_heads h ORDER BY h.last_event_at DESC, h.thread_id DESC LIMIT ? OFFSET ?"
+    "SELECT thread_id, last_seq, first_event_at, last_event_at, run_count FROM thread_heads "
+    "ORDER BY last_event_at DESC, thread_id DESC LIMIT ? OFFSET ?"
 )
 LIST_RUNS_SQL: Final = (
     "SELECT r.run_id, r.first_seq, r.last_seq, r.n, "

@@ -47,7 +47,7 @@ class TraceCallbacks(JournalCore):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """``llm.start`` of a completion model (prompts count as messages without ids)."""
+        """``llm.start`` of a completion model (it is sent text, not messages: no ids)."""
         self._llm_start(serialized, [], run_id, parent_run_id, tags, metadata, kwargs)
 
     def _llm_start(

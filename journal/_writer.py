@@ -10,6 +10,8 @@ Guarantees:
   ids it already holds, so an unknown outcome never duplicates). After the retry budget the
   batch goes to the spool, and so does every later event of the same thread until the spool
   is replayed, so that seqs keep the order events happened in.
+* A human input message already stored in its thread (a history resent after a restart) is
+  not written again (:mod:`journal._known_inputs`).
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
   Anything dropped is reported to ``on_drop`` and logged, never silent.
 """
@@ -28,6 +30,7 @@ from typing import Any, Final, NamedTuple
 
 import structlog
 
+from journal._known_inputs import KnownInputs
 from journal.spool import Spool
 from journal.store import RunEventStore
 
@@ -106,6 +109,7 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._spooled_threads: set[str] = set()
+        self._known_inputs = KnownInputs(store)
         self._down_until = 0.0
 
     # -- producer side (callback path: no I/O, O(1)) ---------------------------------------
@@ -182,10 +186,7 @@ class Writer:
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
-            try:
-                self._drain()
-            except Exception:  # the writer must survive anything; events were counted
-                _log.exception("journal_writer_failed")
+            self._drain()
             if self._closed and not self._items:
                 return
 
@@ -194,15 +195,24 @@ class Writer:
         while self._items:
             item = self._items.popleft()
             if isinstance(item, _Control):
-                self._write(batch)
+                self._safe_write(batch)
                 batch = []
                 self._execute(item)
                 continue
             batch.append(item)
             if len(batch) >= self.max_batch:
-                self._write(batch)
+                self._safe_write(batch)
                 batch = []
-        self._write(batch)
+        self._safe_write(batch)
+
+    def _safe_write(self, batch: list[Pending]) -> None:
+        """Write ``batch``; an unexpected failure drops it (counted, logged), the thread lives."""
+        try:
+            self._write(batch)
+        except Exception as e:
+            _log.error("journal_writer_failed", count=len(batch), error_type=type(e).__name__)
+            for item in batch:
+                self._dropped(item.run_id, 1)
 
     def _execute(self, control: _Control) -> None:
         try:
@@ -246,7 +256,7 @@ class Writer:
     def _write(self, batch: list[Pending]) -> None:
         if not batch:
             return
-        events = self._build(batch)
+        events = self._known_inputs.drop_repeats(self._build(batch))
         if time.monotonic() < self._down_until:
             to_spool, to_store = events, []
         else:

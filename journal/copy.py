@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import structlog
 
 from journal.errors import JournalError
-from journal.events import validate_id
+from journal.events import RunEvent, validate_id
 from journal.store import RunEventStore
 
 __all__ = ["CopyConflictError", "CopySummary", "ProgressCallback", "copy_store"]
@@ -126,11 +126,7 @@ def _copy_thread(
         stored = target.append(page)
         for want, got in zip(page, stored, strict=True):
             if got != want:
-                raise CopyConflictError(
-                    f"target thread {thread_id!r} diverged while copying: source event "
-                    f"{want.event_id!r} (seq {want.seq}) was stored as "
-                    f"{got.event_id!r} in thread {got.thread_id!r} at seq {got.seq}"
-                )
+                raise CopyConflictError(_mismatch(thread_id, want, got))
         copied += len(page)
         if progress is not None:
             progress(thread_id, len(page))
@@ -168,3 +164,16 @@ def _check_prefix(
         if progress is not None:
             progress(thread_id, len(ours))
     return have
+
+
+def _mismatch(thread_id: str, want: RunEvent, got: RunEvent) -> str:
+    if (got.thread_id, got.seq) == (want.thread_id, want.seq):
+        return (
+            f"target stored event {want.event_id!r} of thread {thread_id!r} differently "
+            "(are its content caps smaller than the source's?)"
+        )
+    return (
+        f"target thread {thread_id!r} diverged while copying: source event "
+        f"{want.event_id!r} (seq {want.seq}) is stored in thread {got.thread_id!r} at seq "
+        f"{got.seq}"
+    )

@@ -33,30 +33,38 @@ The schema is created and upgraded on open by versioned migrations (see
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack
-from datetime import UTC
 from functools import partial
-from itertools import count
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
 import psycopg.errors
 import structlog
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
-from journal import _postgres_schema as sql
 from journal._driver_loop import DriverLoop
-from journal.encoding import dumps_plain, loads
+from journal._postgres_ops import (
+    BEGIN,
+    Op,
+    Row,
+    append_attempts,
+    count_op,
+    delete_thread_op,
+    last_seq_op,
+    list_runs_op,
+    list_threads_op,
+    migrate_op,
+    read_op,
+)
 from journal.errors import (
-    SchemaVersionError,
+    StoreClosedError,
     StoreCorruptError,
     StoreError,
     StoreUnavailableError,
 )
 from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
-from journal.events import status_from_lifecycle as _status
 from journal.store import RunEventStore
 
 __all__ = ["PostgresEventStore"]
@@ -64,23 +72,25 @@ __all__ = ["PostgresEventStore"]
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-Row = tuple[Any, ...]
-Query = tuple[str, Sequence[Any] | Mapping[str, Any] | None]
-#: An operation: yields queries, receives each query's rows, returns its result. An
-#: operation that must be atomic across statements yields ``BEGIN`` first.
-Op = Generator[Query, list[Row], T]
-BEGIN: Final[Query] = ("BEGIN", None)
 
 _MAX_ATTEMPTS: Final = 5
 
 
 def _translate(error: Exception, where: str) -> StoreError:
     """The one place psycopg errors become ``journal.errors`` (never a password in text)."""
+    if isinstance(error, PoolClosed):
+        return StoreClosedError(f"{where}: the store was closed during the call")
     if isinstance(error, PoolTimeout | psycopg.OperationalError):
         if isinstance(error, psycopg.errors.QueryCanceled):
             return StoreUnavailableError(f"{where}: statement timed out ({error})")
         return StoreUnavailableError(f"{where}: cannot connect to PostgreSQL ({error})")
-    if isinstance(error, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+    if isinstance(
+        error,
+        psycopg.errors.UndefinedTable
+        | psycopg.errors.UndefinedColumn
+        | psycopg.errors.DuplicateTable
+        | psycopg.errors.DuplicateFunction,
+    ):
         return StoreCorruptError(f"{where}: not a runjournal schema ({error})")
     return StoreError(f"{where}: {type(error).__name__}: {error}")
 
@@ -92,7 +102,7 @@ def _retryable(error: Exception) -> bool:
     failure is: appends are idempotent and the other operations read, or delete a thread.
     A statement timeout and a pool timeout are not: retrying would multiply the wait.
     """
-    if isinstance(error, psycopg.errors.QueryCanceled | PoolTimeout):
+    if isinstance(error, psycopg.errors.QueryCanceled | PoolTimeout | PoolClosed):
         return False
     if isinstance(error, psycopg.OperationalError):
         return True
@@ -105,197 +115,13 @@ def _retryable(error: Exception) -> bool:
 def _where(url: str) -> str:
     """``host:port/db`` of ``url``, without credentials, for messages."""
     parts = urlsplit(url)
-    return f"postgresql://{parts.hostname or ''}:{parts.port or 5432}{parts.path}"
-
-
-# -- row mapping (shared by sync and async) --------------------------------------------------
-
-
-def _to_event(row: Row) -> RunEvent:
-    thread_id, seq, event_id, run_id, category, event_type, content, metadata, created = row
-    return RunEvent.model_construct(
-        event_id=event_id,
-        thread_id=thread_id,
-        run_id=run_id,
-        category=category,
-        event_type=event_type,
-        content=loads(content),
-        metadata=loads(metadata),
-        created_at=created.astimezone(UTC),
-        seq=seq,
-    )
-
-
-# -- operations (shared by sync and async) ---------------------------------------------------
-
-
-def _append_attempts(events: Sequence[NewEvent]) -> Callable[[], Op[list[RunEvent]]]:
-    """Append operations for successive attempts: optimistic first, then checked.
-
-    The first attempt skips looking ids up: a single-thread batch is then one statement, so
-    one round trip. If an id is already stored the unique index rejects the whole statement
-    (no seq is taken) and every later attempt looks stored ids up first, in a transaction.
-    """
-    attempts = count()
-    return lambda: _append_op(events, checked=next(attempts) > 0)
-
-
-def _append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]]:
-    known: dict[str, RunEvent] = {}
-    fresh: dict[str, NewEvent] = {}
-    for event in events:
-        fresh.setdefault(event.event_id, event)
-    by_thread: dict[str, list[NewEvent]] = {}
-    for event in fresh.values():
-        by_thread.setdefault(event.thread_id, []).append(event)
-    if checked or len(by_thread) > 1:
-        yield BEGIN
-    if checked:
-        rows = yield sql.SELECT_EXISTING, (list(fresh),)
-        known = {record.event_id: record for record in map(_to_event, rows)}
-        by_thread = {
-            thread_id: kept
-            for thread_id, batch in by_thread.items()
-            if (kept := [e for e in batch if e.event_id not in known])
-        }
-    for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
-        batch = by_thread[thread_id]
-        [(last,)] = yield sql.APPEND_THREAD, _thread_params(thread_id, batch)
-        for seq, event in enumerate(batch, start=last - len(batch) + 1):
-            known[event.event_id] = RunEvent.model_construct(**dict(event), seq=seq)
-    return _results(events, known)
-
-
-def _thread_params(thread_id: str, batch: Sequence[NewEvent]) -> dict[str, Any]:
-    return {
-        "thread_id": thread_id,
-        "count": len(batch),
-        "last_event_at": batch[-1].created_at,
-        "event_id": [e.event_id for e in batch],
-        "run_id": [e.run_id for e in batch],
-        "category": [e.category for e in batch],
-        "event_type": [e.event_type for e in batch],
-        "content": [dumps_plain(e.content) for e in batch],
-        "metadata": [dumps_plain(e.metadata) for e in batch],
-        "created_at": [e.created_at for e in batch],
-    }
-
-
-def _results(events: Sequence[NewEvent], known: Mapping[str, RunEvent]) -> list[RunEvent]:
-    """The records in input order; an id repeated in the batch gets its own copy."""
-    result: list[RunEvent] = []
-    seen: set[str] = set()
-    for event in events:
-        record = known[event.event_id]  # new records are built from private prepared copies
-        result.append(record.model_copy(deep=True) if event.event_id in seen else record)
-        seen.add(event.event_id)
-    return result
-
-
-def _read_op(
-    thread_id: str,
-    after_seq: int | None,
-    before_seq: int | None,
-    limit: int | None,
-    flt: EventFilter,
-) -> Op[list[RunEvent]]:
-    where, params = _where_clause(thread_id, flt)
-    if after_seq is not None:
-        where += " AND seq > %s"
-        params.append(after_seq)
-    if before_seq is not None:
-        where += " AND seq < %s"
-        params.append(before_seq)
-    newest_first = before_seq is not None and limit is not None
-    query = (
-        f"SELECT {sql.EVENT_COLUMNS} FROM runjournal_events WHERE {where} "
-        f"ORDER BY seq {'DESC' if newest_first else 'ASC'} LIMIT %s"
-    )
-    rows = yield query, [*params, limit]
-    events = [_to_event(row) for row in rows]
-    return events[::-1] if newest_first else events
-
-
-def _where_clause(thread_id: str, flt: EventFilter) -> tuple[str, list[Any]]:
-    where = "thread_id = %s"
-    params: list[Any] = [thread_id]
-    for column, values in (
-        ("category", flt.category),
-        ("event_type", flt.event_type),
-        ("run_id", flt.run_id),
-    ):
-        if values is not None:
-            where += f" AND {column} = ANY(%s::text[])"
-            params.append(sorted(values))
-    return where, params
-
-
-def _last_seq_op(thread_id: str) -> Op[int]:
-    rows = yield sql.SELECT_LAST_SEQ, (thread_id,)
-    return int(rows[0][0]) if rows else 0
-
-
-def _count_op(thread_id: str, flt: EventFilter) -> Op[int]:
-    where, params = _where_clause(thread_id, flt)
-    [(count,)] = yield f"SELECT count(*) FROM runjournal_events WHERE {where}", params
-    return int(count)
-
-
-def _list_threads_op(limit: int | None, offset: int) -> Op[list[ThreadSummary]]:
-    rows = yield sql.LIST_THREADS, (limit, offset)
-    return [
-        ThreadSummary(
-            thread_id=thread_id,
-            event_count=last_seq,  # seqs are gap-free from 1: the count is the last seq
-            last_seq=last_seq,
-            run_count=runs,
-            first_event_at=first.astimezone(UTC),
-            last_event_at=last.astimezone(UTC),
-        )
-        for thread_id, last_seq, runs, first, last in rows
-    ]
-
-
-def _list_runs_op(thread_id: str) -> Op[list[RunSummary]]:
-    rows = yield sql.LIST_RUNS, (thread_id,)
-    return [
-        RunSummary(
-            run_id=run_id,
-            thread_id=thread_id,
-            first_seq=first_seq,
-            last_seq=last_seq,
-            event_count=count,
-            started_at=started.astimezone(UTC),
-            last_event_at=last.astimezone(UTC),
-            status=_status(lifecycle),
-        )
-        for run_id, first_seq, last_seq, count, started, last, lifecycle in rows
-    ]
-
-
-def _delete_thread_op(thread_id: str) -> Op[int]:
-    yield BEGIN
-    yield sql.ALLOW_DELETE, None
-    yield sql.LOCK_HEAD, (thread_id,)  # waits for in-flight appends of the thread
-    [(count,)] = yield sql.DELETE_EVENTS, (thread_id,)
-    yield sql.DELETE_HEAD, (thread_id,)
-    return int(count)
-
-
-def _migrate_op() -> Op[int]:
-    yield BEGIN
-    yield sql.LOCK_MIGRATIONS, (sql.ADVISORY_LOCK_KEY,)
-    yield sql.CREATE_VERSION_TABLE, None
-    [(version,)] = yield sql.SELECT_VERSION, None
-    if version > sql.SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"the database has runjournal schema version {version}; this runjournal knows "
-            f"up to {sql.SCHEMA_VERSION}: upgrade runjournal"
-        )
-    for index in range(version, sql.SCHEMA_VERSION):
-        yield sql.MIGRATIONS[index], None
-        yield sql.INSERT_VERSION, (index + 1,)
-    return sql.SCHEMA_VERSION - int(version)
+    try:
+        port = parts.port or 5432
+    except ValueError as e:  # the message must not echo the URL: it may hold a password
+        raise ValueError(
+            f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
+        ) from None
+    return f"postgresql://{parts.hostname or ''}:{port}{parts.path}"
 
 
 def _drive(conn: psycopg.Connection[Row], op: Op[T]) -> T:
@@ -342,7 +168,8 @@ class PostgresEventStore(RunEventStore):
     (seconds) bounds getting a connection, ``statement_timeout`` (seconds) any one statement;
     ``min_size``/``max_size`` size each pool. Opening creates or upgrades the schema and raises
     ``StoreUnavailableError`` when the server cannot be reached, ``SchemaVersionError`` when
-    the schema is newer than this library.
+    the schema is newer than this library. Connections are not shared across ``fork``: open
+    the store in each process (after a pre-forking server forks its workers).
     """
 
     def __init__(
@@ -357,14 +184,16 @@ class PostgresEventStore(RunEventStore):
     ) -> None:
         super().__init__(content_caps=content_caps)
         if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
-            raise ValueError(f"PostgresEventStore needs a postgresql:// URL, got {url!r}")
+            raise ValueError(
+                "PostgresEventStore needs a postgresql://user:password@host:port/db URL"
+            )
         for name, value in (("connect_timeout", connect_timeout),
                             ("statement_timeout", statement_timeout)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ValueError("pool sizes need 0 <= min_size <= max_size and max_size >= 1")
-        self.url = url
+        self._url = url  # may hold a password: never logged, only _where is
         self._where = _where(url)
         self._timeout = float(connect_timeout)
         self._sizes = (min_size, max_size)
@@ -383,7 +212,7 @@ class PostgresEventStore(RunEventStore):
         self._driver_lock = threading.Lock()
         try:  # a direct connection first: its error says why (refused, no such database…)
             with psycopg.connect(url, **self._kwargs) as conn:
-                applied = _drive(conn, _migrate_op())
+                applied = _drive(conn, migrate_op())
         except psycopg.Error as e:
             raise _translate(e, self._where) from e
         self._pool.open(wait=False)
@@ -427,7 +256,7 @@ class PostgresEventStore(RunEventStore):
             if self._driver is None:
                 self._driver = DriverLoop("runjournal-postgres-async")
                 self._apool = AsyncConnectionPool(
-                    self.url, kwargs=self._kwargs, min_size=self._sizes[0],
+                    self._url, kwargs=self._kwargs, min_size=self._sizes[0],
                     max_size=self._sizes[1], timeout=self._timeout, open=False,
                     name="runjournal-async",
                 )  # fmt: skip
@@ -436,7 +265,7 @@ class PostgresEventStore(RunEventStore):
     # -- sync hooks ---------------------------------------------------------------------------
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
-        return self._run(_append_attempts(events))
+        return self._run(append_attempts(events))
 
     def _read(
         self,
@@ -446,29 +275,29 @@ class PostgresEventStore(RunEventStore):
         limit: int | None,
         flt: EventFilter,
     ) -> list[RunEvent]:
-        return self._run(partial(_read_op, thread_id, after_seq, before_seq, limit, flt))
+        return self._run(partial(read_op, thread_id, after_seq, before_seq, limit, flt))
 
     def _last_seq(self, thread_id: str) -> int:
-        return self._run(partial(_last_seq_op, thread_id))
+        return self._run(partial(last_seq_op, thread_id))
 
     def _count(self, thread_id: str, flt: EventFilter) -> int:
-        return self._run(partial(_count_op, thread_id, flt))
+        return self._run(partial(count_op, thread_id, flt))
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
-        return self._run(partial(_list_threads_op, limit, offset))
+        return self._run(partial(list_threads_op, limit, offset))
 
     def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        return self._run(partial(_list_runs_op, thread_id))
+        return self._run(partial(list_runs_op, thread_id))
 
     def _delete_thread(self, thread_id: str) -> int:
-        count = self._run(partial(_delete_thread_op, thread_id))
+        count = self._run(partial(delete_thread_op, thread_id))
         log.info("thread_deleted", thread_id=thread_id, count=count)
         return count
 
     # -- async hooks (native driver) -----------------------------------------------------------
 
     async def _aappend(self, events: Sequence[NewEvent]) -> list[RunEvent]:
-        return await self._arun(_append_attempts(events))
+        return await self._arun(append_attempts(events))
 
     async def _aread(
         self,
@@ -478,7 +307,7 @@ class PostgresEventStore(RunEventStore):
         limit: int | None,
         flt: EventFilter,
     ) -> list[RunEvent]:
-        return await self._arun(partial(_read_op, thread_id, after_seq, before_seq, limit, flt))
+        return await self._arun(partial(read_op, thread_id, after_seq, before_seq, limit, flt))
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -39,7 +39,8 @@ lifecycle
 message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
 the message has in the LangGraph state)
   ``message.human``  the run's new input messages, at run start; an id already journaled in
-                     the thread is never recorded again (callers that resend the history).
+                     the thread is never recorded again (callers that resend the history;
+                     after a restart the writer checks the store once per thread).
                      Input messages without an id get one in place before LangGraph maps the
                      input, so the state keeps it. metadata ``caller: "user"``.
   ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
@@ -306,10 +307,12 @@ class RunJournal(TraceCallbacks):
     ) -> None:
         del self._roots[run_id]
         self._runs_by_id.pop(run.run_id, None)
-        tools = self._threads.get(run.thread_id).tools
-        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
-        for message in tools.release_all():
-            self._emit_message(holder, message, "agent")
+        paused = run.interrupted or event_type == "run.interrupt"
+        if not paused:  # a paused run's calls are answered when it resumes: keep their order
+            tools = self._threads.get(run.thread_id).tools
+            holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+            for message in tools.release_all():
+                self._emit_message(holder, message, "agent")
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
             self._emit(run, "lifecycle", event_type, content, {})
         run.finished = True

@@ -3,10 +3,11 @@
 Guarantees on top of the ``RunEventStore`` contract:
 
 * **Many writers.** Threads, coroutines and OS processes may append to one file at once: each
-  append is one ``BEGIN IMMEDIATE`` transaction that reads the thread's head row, inserts the
-  events and bumps the head, so seqs stay gap-free without an unlocked ``max(seq) + 1``. Lock
-  contention is absorbed by ``busy_timeout`` and retries; writers do not see "database is
-  locked" unless the lock stays unavailable for ``retry_deadline`` seconds.
+  append is one ``BEGIN IMMEDIATE`` transaction that bumps the thread's head row (learning its
+  seqs from it) and inserts the events, so seqs stay gap-free without an unlocked
+  ``max(seq) + 1``. Lock contention is absorbed by ``busy_timeout`` and retries; writers do
+  not see "database is locked" unless the lock stays unavailable for ``retry_deadline``
+  seconds.
 * **Append-only in the database.** Triggers reject any ``UPDATE`` of ``events`` and any
   ``DELETE`` not made by :meth:`delete_thread`, whoever connects to the file.
 * **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
@@ -248,17 +249,22 @@ class SqliteEventStore(RunEventStore):
             if look_up:
                 known = self._by_event_ids(conn, {item[0].event_id for item in encoded})
             new: dict[str, tuple[Encoded, int]] = {}  # event_id -> (item, index in thread)
-            spans: dict[str, list[int]] = {}  # thread -> [count, first_at, last_at]
+            spans: dict[str, list[int]] = {}  # thread -> [count, first_at, last_at, new runs]
+            runs: set[tuple[str, str]] = set()
             for item in encoded:
                 event_id, thread = item[0].event_id, item[0].thread_id
                 if event_id in known or event_id in new:
                     continue
                 span = spans.get(thread)
                 if span is None:
-                    span = spans[thread] = [0, item[3], item[3]]
+                    span = spans[thread] = [0, item[3], item[3], 0]
                 span[0] += 1
                 span[2] = item[3]
                 new[event_id] = (item, span[0])
+                runs.add((thread, item[0].run_id))
+            for thread_run in runs:
+                if conn.execute(sql.RUN_KNOWN_SQL, thread_run).fetchone() is None:
+                    spans[thread_run[0]][3] += 1
             base = {
                 thread: conn.execute(sql.BUMP_HEAD_SQL, (thread, *span)).fetchall()[0][0] - span[0]
                 for thread, span in spans.items()

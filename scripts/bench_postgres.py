@@ -49,7 +49,7 @@ CREATE TABLE raw_events (
     UNIQUE (thread_id, seq), UNIQUE (event_id)
 );
 CREATE INDEX raw_events_run ON raw_events (thread_id, run_id, seq);
-CREATE INDEX raw_events_type ON raw_events (thread_id, event_type, seq);
+CREATE INDEX raw_events_category ON raw_events (thread_id, category, seq);
 """
 RAW_INSERT = (
     "INSERT INTO raw_events (thread_id, seq, event_id, run_id, category, event_type, content, "

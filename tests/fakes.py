@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
+
+from history.demo_models import ScriptedAgentModel
 
 Reply = AIMessage | Exception | Callable[[list[BaseMessage]], AIMessage]
 
@@ -36,72 +34,40 @@ def call(name: str, call_id: str | None = None, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id or f"call_{next(_ids)}", "type": "tool_call"}
 
 
-class ScriptedChatModel(BaseChatModel):
-    """A tool-calling chat model that answers from a script and records what it was sent.
+def _raising(error: Exception) -> Callable[[Sequence[BaseMessage]], AIMessage]:
+    def step(messages: Sequence[BaseMessage]) -> AIMessage:
+        raise error
+
+    return step
+
+
+class ScriptedChatModel(ScriptedAgentModel):
+    """The package's ``ScriptedAgentModel`` with two test conveniences.
 
     ``script`` is a list of replies used in order (an ``Exception`` is raised instead of
     answered; a callable gets the messages and returns the answer), or a single callable used
-    for every call. ``calls`` keeps a deep copy of the messages of every call. ``bind_tools``
-    returns the model itself so ``create_agent`` accepts it. Streaming is disabled so that
-    ``astream_events`` keeps tool calls.
+    for every call. ``calls`` keeps a deep copy of the messages of every call.
     """
 
-    script: Any = None
     model_name: str = "scripted-model"
-    disable_streaming: bool | str = True
 
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _queue: list[Reply] = PrivateAttr(default_factory=list)
-    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _every: Callable[[list[BaseMessage]], AIMessage] | None = PrivateAttr(default=None)
 
-    def __init__(self, script: Sequence[Reply] | Callable[[list[BaseMessage]], AIMessage], **kw: Any):
-        super().__init__(script=script, **kw)
-        if not callable(script):
-            self._queue = list(script)
+    def __init__(
+        self, script: Sequence[Reply] | Callable[[list[BaseMessage]], AIMessage], **kw: Any
+    ):
+        if callable(script):
+            super().__init__([], **kw)
+            self._every = script
+        else:
+            super().__init__([_raising(r) if isinstance(r, Exception) else r for r in script], **kw)
 
-    @property
-    def calls(self) -> list[list[BaseMessage]]:
-        """The messages of every call so far (deep copies, in call order)."""
-        return self._calls
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name}
-
-    def bind_tools(self, tools: Iterable[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
-        return self
-
-    def _next_reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        if self._every is None:
+            return super()._answer(messages)
         with self._lock:
             self._calls.append([m.model_copy(deep=True) for m in messages])
-            if callable(self.script) and not isinstance(self.script, list | tuple):
-                reply: Reply = self.script
-            elif self._queue:
-                reply = self._queue.pop(0)
-            else:
-                raise RuntimeError("ScriptedChatModel ran out of scripted replies")
-        if isinstance(reply, Exception):
-            raise reply
-        if callable(reply):
-            reply = reply(messages)
-        return reply.model_copy(deep=True)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = self._next_reply(messages)
-        return ChatResult(
-            generations=[ChatGeneration(message=message)],
-            llm_output={"model_name": self.model_name},
-        )
+        return self._every(messages).model_copy(deep=True)
 
 
 # -- RunJournal test helpers ------------------------------------------------------------------
@@ -115,4 +81,3 @@ def event_types(events: Iterable[Any], category: str | None = None) -> list[str]
 def journaled_message_ids(events: Iterable[Any]) -> list[str]:
     """The message ids of the ``message.*`` events, in order."""
     return [e.content["data"]["id"] for e in events if e.category == "message"]
-

@@ -74,28 +74,38 @@ class PostgresServer:
         if not initdb.exists():
             raise PostgresServerError(f"PostgreSQL binaries not found in {self.bin_dir}")
         self.tmp = Path(tempfile.mkdtemp(prefix="runjournal-pg-"))
-        if os.geteuid() == 0:
-            self._user = "postgres"
-            entry = pwd.getpwnam(self._user)
-            os.chown(self.tmp, entry.pw_uid, entry.pw_gid)
-        data, log = self.tmp / "data", self.tmp / "server.log"
-        self._run(str(initdb), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        self.port = _free_port()
-        options = (
-            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.tmp} -c fsync=off "
-            f"-c synchronous_commit=off -c full_page_writes=off "
-            f"-c max_connections={self.max_connections}"
-        )
         try:
-            self._run(
-                str(self.bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log),
-                "-o", options, "-w", "-t", str(_START_TIMEOUT), "start",
-            )  # fmt: skip
-        except PostgresServerError as e:
-            detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            if os.geteuid() == 0:
+                self._user = "postgres"
+                entry = pwd.getpwnam(self._user)
+                os.chown(self.tmp, entry.pw_uid, entry.pw_gid)
+            data = self.tmp / "data"
+            self._run(str(initdb), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+            self._start_on_a_free_port(data)
+        except (PostgresServerError, KeyError, OSError) as e:
             self.stop()
-            raise PostgresServerError(f"{e}\n{detail}") from e
+            raise PostgresServerError(f"cannot start a PostgreSQL cluster: {e}") from e
         return self
+
+    def _start_on_a_free_port(self, data: Path) -> None:
+        log = data.parent / "server.log"
+        for _ in range(3):  # another cluster may take the port between probe and start
+            self.port = _free_port()
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {data.parent} -c fsync=off "
+                f"-c synchronous_commit=off -c full_page_writes=off "
+                f"-c max_connections={self.max_connections}"
+            )
+            try:
+                self._run(
+                    str(self.bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log),
+                    "-o", options, "-w", "-t", str(_START_TIMEOUT), "start",
+                )  # fmt: skip
+                return
+            except PostgresServerError as e:
+                error = e
+        detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise PostgresServerError(f"{error}\n{detail}")
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its directory. Idempotent."""

@@ -57,6 +57,33 @@ def test_demo_prints_the_timeline_with_condensed_blocks_and_the_browser_hint(
     assert "About 777,000 people live in the two cities together" in out
 
 
+def test_demo_database_has_markers_and_replays_every_model_call_exactly(
+    demo_store: tuple[str, str],
+) -> None:
+    """The CLI demo's store: >= 3 runs, >= 2 markers (each condensed something), exact replay.
+
+    For every agent model call, `replay --upto-seq <its llm.start> --view model` gives the
+    messages whose ids the journal recorded as sent to the model (the system prompt aside).
+    """
+    url, _ = demo_store
+    stored = _read_all(url, THREAD)
+    assert len({e["run_id"] for e in stored}) >= 3
+    markers = [e for e in stored if e["event_type"] == "middleware:summarize"]
+    assert len(markers) >= 2 and all(m["content"]["replaced_count"] > 0 for m in markers)
+    starts = [
+        e
+        for e in stored
+        if e["event_type"] == "llm.start" and e["metadata"].get("caller") == "agent"
+    ]
+    assert len(starts) >= 3
+    for start in starts:
+        sent = [i for i in start["metadata"]["message_ids"] if i is not None]
+        replayed = invoke_json(
+            "replay", THREAD, "--store", url, "--upto-seq", str(start["seq"]), "--view", "model"
+        )
+        assert [m["data"]["id"] for m in replayed] == sent, start["seq"]
+
+
 def test_threads_json_lists_the_demo_thread(demo_store: tuple[str, str]) -> None:
     """`threads --json` reports the thread with its event and run counts."""
     url, _ = demo_store

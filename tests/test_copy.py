@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from journal import (
     CopyConflictError,
@@ -18,6 +20,7 @@ from journal import (
     SqliteEventStore,
     copy_store,
 )
+from journal.copy import ProgressCallback
 from journal.postgres import PostgresEventStore
 from tests.contract import ev, many
 
@@ -199,9 +202,16 @@ def test_progress_counts_every_source_event(
     total = sum(t.event_count for t in memory.list_threads())
     for _ in range(2):  # first copies, then only checks
         calls: list[tuple[str, int]] = []
-        copy_store(memory, sqlite_a, batch_size=4, progress=lambda t, n, c=calls: c.append((t, n)))
+        copy_store(memory, sqlite_a, batch_size=4, progress=_recorder(calls))
         assert sum(n for _, n in calls) == total
         assert all(0 < n <= 4 for _, n in calls)
+
+
+def _recorder(calls: list[tuple[str, int]]) -> ProgressCallback:
+    def record(thread_id: str, count: int) -> None:
+        calls.append((thread_id, count))
+
+    return record
 
 
 def test_bad_arguments_are_caller_errors(memory: MemoryEventStore) -> None:
@@ -232,3 +242,36 @@ def test_cli_copy_sqlite_to_postgres_and_rerun(tmp_path: Path, postgres_db_url: 
         assert result.exit_code == 0, result.output
     with PostgresEventStore(postgres_db_url) as target:
         assert _everything(target) == expected
+
+
+def test_target_with_smaller_content_caps_is_reported(memory: MemoryEventStore) -> None:
+    """A target that cuts content the source kept raises CopyConflictError naming the caps."""
+    memory.append([ev(category="message", event_type="message.ai", content="y" * 5_000)])
+    with (
+        MemoryEventStore(content_caps={"message": 1_000}) as small,
+        pytest.raises(CopyConflictError, match="content caps"),
+    ):
+        copy_store(memory, small)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batches=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=12),
+    prefix=st.lists(st.integers(0, 30), min_size=3, max_size=3),
+    batch_size=st.integers(1, 7),
+)
+def test_copy_of_any_history_and_any_prefix_is_exact(
+    batches: list[tuple[int, int]], prefix: list[int], batch_size: int
+) -> None:
+    """Whatever the interleaving and the prefix already copied, the copy equals the source."""
+    with MemoryEventStore() as source, MemoryEventStore() as target:
+        for thread, size in batches:
+            source.append(many(size, thread_id=f"t{thread}"))
+        expected = _everything(source)
+        for n, events in enumerate(expected.values()):
+            target.append(events[: prefix[n]])
+        already = sum(target.last_seq(thread_id) for thread_id in expected)
+        summary = copy_store(source, target, batch_size=batch_size)
+        assert _everything(target) == expected
+        assert summary.already_present == already
+        assert summary.copied == sum(len(e) for e in expected.values()) - already

@@ -15,6 +15,8 @@ from history.demo import DEMO_TURNS, DemoResult, run_demo
 from history.demo_models import SUMMARY_PREFIX, ExtractiveSummaryModel, ScriptedAgentModel
 from history.demo_tools import calculate, city_facts, evaluate_arithmetic
 from journal import SqliteEventStore
+from tests.cli_helpers import invoke_cli
+from tests.flaky_stores import FlakyStore
 
 THREAD = "demo-test"
 
@@ -51,6 +53,23 @@ def _comparable(messages: list[BaseMessage]) -> list[tuple[str, str, object]]:
     return [(m.type, m.text, getattr(m, "tool_calls", None)) for m in messages]
 
 
+def _conversation(store: SqliteEventStore, thread_id: str) -> list[tuple[str, object]]:
+    """The thread's message and marker events as (event_type, text), for comparisons."""
+    return [
+        (e.event_type, e.content.get("summary") or e.content["data"]["content"])
+        for e in store.read(thread_id, category=["message", "middleware"])
+    ]
+
+
+def _final_answers(store: SqliteEventStore) -> list[str]:
+    """The final answer of each run of the demo thread in ``store``."""
+    answers: dict[str, str] = {}
+    for event in store.read(THREAD, event_type="message.ai"):
+        if event.content["data"]["content"]:
+            answers[event.run_id] = event.content["data"]["content"]
+    return list(answers.values())
+
+
 def test_replay_is_exact_for_every_model_call(demo: tuple[SqliteEventStore, DemoResult]) -> None:
     """replay(upto_seq=<llm.start>, view="model") equals what each agent model call received."""
     store, result = demo
@@ -84,17 +103,10 @@ def test_demo_answers_come_from_the_tools_and_the_compacted_context(
 def test_demo_is_deterministic_and_replaces_its_thread(tmp_path: Path) -> None:
     """Two demo runs into one store give the same conversation and summaries, not a double."""
     with SqliteEventStore(tmp_path / "twice.db") as store:
-
-        def conversation() -> list[tuple[str, object]]:
-            return [
-                (e.event_type, e.content.get("summary") or e.content["data"]["content"])
-                for e in store.read(THREAD, category=["message", "middleware"])
-            ]
-
         first = run_demo(store, thread_id=THREAD)
-        before = conversation()
+        before = _conversation(store, THREAD)
         second = run_demo(store, thread_id=THREAD)
-        assert conversation() == before
+        assert _conversation(store, THREAD) == before
         assert first.answers == second.answers
         assert len(store.list_runs(THREAD)) == len(DEMO_TURNS)
 
@@ -169,3 +181,20 @@ def test_city_facts_knows_its_table_and_says_what_it_knows() -> None:
     assert '"population": 545000' in city_facts.invoke({"city": " lisbon "})
     unknown = city_facts.invoke({"city": "Atlantis"})
     assert unknown.startswith("error:") and "Lisbon" in unknown
+
+
+def test_demo_on_a_down_store_spools_everything_and_recover_restores_it(
+    demo: tuple[SqliteEventStore, DemoResult], tmp_path: Path
+) -> None:
+    """With the store down the demo still answers; `recover` then stores the same thread."""
+    healthy, _ = demo
+    spool = tmp_path / "spool.jsonl"
+    result = run_demo(FlakyStore(down=True), thread_id=THREAD, spool_path=spool)
+    assert result.answers == _final_answers(healthy)
+    assert result.spooled == healthy.last_seq(THREAD) and spool.exists()
+    url = f"sqlite:///{tmp_path / 'recovered.db'}"
+    done = invoke_cli("recover", spool, "--store", url)
+    assert done.returncode == 0, done.stderr
+    with SqliteEventStore(tmp_path / "recovered.db") as recovered:
+        assert _conversation(recovered, THREAD) == _conversation(healthy, THREAD)
+        assert len(recovered.list_runs(THREAD)) == len(DEMO_TURNS)

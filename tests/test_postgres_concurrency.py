@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import journal.postgres
+import journal._postgres_ops
 from journal import NewEvent, RunEvent
 from journal.postgres import PostgresEventStore
 
@@ -52,7 +52,7 @@ def write_then_hang(url: str, thread_id: str, in_transaction: EventType) -> None
     A one-thread batch is a single statement (atomic by itself); spanning two threads makes
     the batch an explicit transaction that the kill interrupts.
     """
-    original = journal.postgres._append_op
+    original = journal._postgres_ops.append_op
 
     def paused(events: Any, *, checked: bool) -> Generator[Any, Any, list[RunEvent]]:
         result = yield from original(events, checked=checked)
@@ -60,7 +60,7 @@ def write_then_hang(url: str, thread_id: str, in_transaction: EventType) -> None
         time.sleep(600)
         return result
 
-    journal.postgres._append_op = paused
+    journal._postgres_ops.append_op = paused
     with PostgresEventStore(url, max_size=1) as store:
         store.append(_batch("doomed", 0, thread_id, 50) + _batch("doomed", 0, "other", 50))
 

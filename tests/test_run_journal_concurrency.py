@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
 from tests.fakes import ScriptedChatModel, ai, call, event_types, journaled_message_ids
+from tests.flaky_stores import FlakyStore
 
 
 @tool
@@ -39,6 +40,17 @@ def cfg(journal: RunJournal, thread: str) -> Any:
     return {"configurable": {"thread_id": thread}, "callbacks": [journal]}
 
 
+def run_on_threads(journal: RunJournal, graphs: dict[str, Any], workers: int) -> None:
+    """Run every graph once on its own thread id, ``workers`` OS threads at a time."""
+    with ThreadPoolExecutor(workers) as pool:
+        list(
+            pool.map(
+                lambda t: graphs[t].invoke({"messages": [HumanMessage(t)]}, cfg(journal, t)),
+                graphs,
+            )
+        )
+
+
 def check_thread(store: RunEventStore, graph: Any, journal: RunJournal, thread: str) -> None:
     """The thread's journal matches its state and has one clean run."""
     stored = store.read(thread)
@@ -55,13 +67,7 @@ def test_concurrent_sync_runs_share_one_journal(tmp_path: Path) -> None:
     threads = [f"t{i}" for i in range(8)]
     graphs = {t: agent() for t in threads}
     with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
-        with ThreadPoolExecutor(4) as pool:
-            list(
-                pool.map(
-                    lambda t: graphs[t].invoke({"messages": [HumanMessage(t)]}, cfg(journal, t)),
-                    threads,
-                )
-            )
+        run_on_threads(journal, graphs, 4)
         assert journal.flush(10)
         for thread in threads:
             check_thread(store, graphs[thread], journal, thread)
@@ -127,3 +133,29 @@ def test_constructor_rejects_bad_arguments(tmp_path: Path) -> None:
         RunJournal(MemoryEventStore(), spool_path=spool, max_batch=10, max_buffer=5)
     with pytest.raises(ValueError, match="thread_id"):
         RunJournal(MemoryEventStore(), spool_path=spool, thread_id=" padded ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failures", [4, 6])
+def test_stress_many_threads_through_a_flaky_store(tmp_path: Path, failures: int) -> None:
+    """Many concurrent runs through a store that fails at first (within the retry budget, or
+    beyond it so that batches spool and are replayed): every thread exact, nothing doubled."""
+    store = FlakyStore(fail_first=failures, commit_then_fail=True)
+    threads = [f"s{i}" for i in range(24)]
+    graphs = {t: agent() for t in threads}
+    journal = RunJournal(
+        store, spool_path=tmp_path / "spool.jsonl", retry_delays=(0.01, 0.02, 0.05, 0.1, 0.2)
+    )
+    run_on_threads(journal, graphs, 6)
+    assert journal.flush(30)
+    spooled = journal.spooled_events
+    assert (spooled > 0) == (failures > 5)  # 5 retries absorb up to 5 failures
+    assert journal.replay_spool(30) == spooled
+    assert journal.close(30)
+    assert journal.dropped_events == 0
+    for thread in threads:
+        check_thread(store, graphs[thread], journal, thread)
+        stored = store.read(thread)
+        assert len({e.event_id for e in stored}) == len(stored)
+        stamps = [e.created_at for e in stored]
+        assert stamps == sorted(stamps)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,3 +135,20 @@ def test_three_runs_resending_history(journal: RunJournal, store: MemoryEventSto
     assert humans == ["q0", "q1", "q2"]
     assert journaled_message_ids(stored) == [m.id for m in history]
     assert event_types(stored, "message").count("message.ai") == 6
+
+
+def test_resent_history_after_restart_is_not_journaled_twice(
+    store: MemoryEventStore, tmp_path: Path
+) -> None:
+    """A new journal (a restarted process) resent the history: stored inputs are not repeated."""
+    agent = agent_with_tools(2, checkpointer=False)
+    first = RunJournal(store, spool_path=tmp_path / "a.jsonl")
+    result = agent.invoke({"messages": [HumanMessage("q0")]}, cfg(first))
+    first.close(10)
+    second = RunJournal(store, spool_path=tmp_path / "b.jsonl")  # knows nothing of the thread
+    result = agent.invoke({"messages": [*result["messages"], HumanMessage("q1")]}, cfg(second))
+    second.close(10)
+    stored = store.read("t1")
+    humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
+    assert humans == ["q0", "q1"]
+    assert journaled_message_ids(stored) == [m.id for m in result["messages"]]

@@ -378,3 +378,24 @@ def test_rejected_call_result_from_middleware_keeps_state_order(
     )
     assert rejected.metadata["caller"] == "middleware:HumanInTheLoopMiddleware"
     assert rejected.content["data"]["status"] == "error"
+
+
+def test_parallel_calls_approved_after_interrupt_keep_call_order(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """Calls approved in a resumed run are journaled in call order, not completion order."""
+    first = call("slow_add", a=1, b=1, delay=0.3)
+    second = call("slow_add", a=2, b=2, delay=0.0)
+    model = ScriptedChatModel([ai("", first, second), ai("done")])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"slow_add": True})
+    agent: Any = create_agent(model, [slow_add], checkpointer=InMemorySaver(), middleware=[hitl])
+    cfg = config(journal)
+    agent.invoke({"messages": [HumanMessage("add")]}, cfg)
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "approve"}]}), cfg)
+    stored = events(journal, store)
+    tools = [e.metadata["tool_call_id"] for e in stored if e.event_type == "message.tool"]
+    assert tools == [first["id"], second["id"]]
+    state = agent.get_state(cfg).values["messages"]
+    assert [e.content["data"]["id"] for e in stored if e.category == "message"] == [
+        m.id for m in state
+    ]

@@ -69,6 +69,8 @@ def _check(path: Path, per_writer: dict[int, object]) -> None:
         assert stored == list(range(1, TOTAL + 1))
         assert store.last_seq(THREAD) == TOTAL
         assert store.count(THREAD) == TOTAL
+        [summary] = store.list_threads()
+        assert (summary.event_count, summary.run_count) == (TOTAL, WRITERS)
         for writer in range(WRITERS):
             mine = store.read(THREAD, run_id=f"writer-{writer}")
             assert [(e.content["batch"], e.content["item"]) for e in mine] == [

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,11 +18,13 @@ from structlog.testing import capture_logs
 from journal import (
     RunEventStore,
     SchemaVersionError,
+    StoreCorruptError,
     StoreError,
     StoreUnavailableError,
     open_store,
 )
-from journal.postgres import PostgresEventStore, _append_op, _drive
+from journal._postgres_ops import append_op
+from journal.postgres import PostgresEventStore, _drive
 from journal.store import RunEventStore as _Store
 from tests.contract import StoreContract, ev, many, seqs
 from tests.postgres_server import _free_port, fresh_database_url
@@ -120,6 +124,9 @@ def test_bad_options_and_urls_are_caller_errors(postgres_db_url: str) -> None:
         PostgresEventStore(postgres_db_url, min_size=3, max_size=2)
     with pytest.raises(ValueError, match="postgresql://"):
         PostgresEventStore("sqlite:///x.db")
+    with pytest.raises(ValueError, match="malformed PostgreSQL URL") as info:
+        PostgresEventStore("postgresql://u:secret@localhost:notaport/db")
+    assert "secret" not in str(info.value)
 
 
 def test_unknown_database_is_unavailable(postgres_url: str) -> None:
@@ -161,7 +168,7 @@ def test_racing_duplicate_event_id_returns_the_winner(
     prepared = pg.prepare([event])
     results: list[Any] = []
     with psycopg.connect(postgres_db_url) as winner:  # the same operation, left uncommitted
-        won = _drive(winner, _append_op(prepared, checked=False))
+        won = _drive(winner, append_op(prepared, checked=False))
         with capture_logs() as logs:
             loser = threading.Thread(target=lambda: results.append(pg.append([event])))
             loser.start()
@@ -205,3 +212,58 @@ def test_lost_connections_are_replaced_transparently(
         assert seqs(pg.append(many(1))) == [2]
     assert pg.last_seq("t1") == 2
     assert any(entry["event"] == "postgres_transaction_retry" for entry in logs)
+
+
+def test_batch_failing_on_its_second_thread_leaves_nothing(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """A two-thread batch whose second thread times out stores nothing of the first thread."""
+    pg.append(many(1, thread_id="t2"))
+    with (
+        psycopg.connect(postgres_db_url) as blocker,
+        PostgresEventStore(postgres_db_url, statement_timeout=0.2) as impatient,
+    ):
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't2' FOR UPDATE")
+        with pytest.raises(StoreUnavailableError):
+            impatient.append([*many(3, thread_id="t1"), *many(3, thread_id="t2")])
+        blocker.rollback()
+    assert pg.last_seq("t1") == 0
+    assert pg.last_seq("t2") == 1
+    assert seqs(pg.append(many(1, thread_id="t1"))) == [1]
+
+
+async def test_cancelled_aappend_stores_nothing_and_leaves_no_gap(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """Cancelling an aappend blocked mid-batch rolls it back whole; the store keeps working."""
+    await pg.aappend(many(1, thread_id="t2"))
+    with psycopg.connect(postgres_db_url) as blocker:
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't2' FOR UPDATE")
+        task = asyncio.create_task(pg.aappend([*many(3, thread_id="t1"), *many(3, thread_id="t2")]))
+        await asyncio.sleep(0.3)  # t1 is written, t2 waits on the lock
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        blocker.rollback()
+    assert await pg.alast_seq("t1") == 0
+    assert seqs(await pg.aappend(many(2, thread_id="t2"))) == [2, 3]
+
+
+def test_foreign_tables_with_our_names_are_a_corrupt_store(postgres_db_url: str) -> None:
+    """A database with a runjournal_events table but no schema version raises StoreCorruptError."""
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runjournal_events (id int)")
+    with pytest.raises(StoreCorruptError, match="not a runjournal schema"):
+        PostgresEventStore(postgres_db_url)
+
+
+def test_import_journal_does_not_need_psycopg() -> None:
+    """`import journal` loads no psycopg; journal.PostgresEventStore imports it on first use."""
+    code = (
+        "import sys, journal\n"
+        "assert 'psycopg' not in sys.modules, 'psycopg imported eagerly'\n"
+        "assert journal.PostgresEventStore.__name__ == 'PostgresEventStore'\n"
+        "assert 'psycopg' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -16,6 +16,7 @@ from journal import (
     SchemaVersionError,
     SqliteEventStore,
     StoreCorruptError,
+    StoreError,
     StoreUnavailableError,
     open_store,
 )
@@ -328,3 +329,54 @@ def test_records_behave_like_validated_events(db_path: Path) -> None:
         copy = record.model_copy(deep=True)
         copy.content["a"].append(2)
         assert record.content == {"a": [1]}
+
+
+def test_batch_failing_inside_the_database_writes_nothing(db_path: Path) -> None:
+    """A batch whose insert fails in SQLite mid-way raises StoreError and stores nothing."""
+    with SqliteEventStore(db_path) as store:
+        store.append(many(2))
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.event_id = 'boom' "
+        "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+    )
+    conn.commit()
+    conn.close()
+    with SqliteEventStore(db_path) as store:
+        batch = [*many(3), ev(event_id="boom"), *many(2, "other")]
+        with pytest.raises(StoreError, match="injected failure"):
+            store.append(batch)
+        assert store.last_seq("t1") == 2
+        assert store.last_seq("other") == 0
+        assert seqs(store.append(many(1))) == [3]
+
+
+def test_full_synchronous_store_appends_and_reads(db_path: Path) -> None:
+    """A store opened with synchronous=FULL meets the basic append/read behaviour."""
+    with SqliteEventStore(db_path, synchronous="FULL") as store:
+        assert seqs(store.append(many(3))) == [1, 2, 3]
+        assert seqs(store.read("t1", before_seq=3, limit=1)) == [2]
+
+
+def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
+    """A file at schema version 1 gains thread run counts (backfilled) when opened."""
+    from journal._sqlite_schema import SCHEMA_VERSION
+
+    with SqliteEventStore(db_path) as store:
+        store.append([ev("a", run_id="r1"), ev("a", run_id="r2"), ev("a", run_id="r1")])
+        store.append([ev("b", run_id="r9")])
+    conn = sqlite3.connect(db_path)  # turn the file back into what version 1 wrote
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN run_count")
+    conn.execute("UPDATE schema_version SET version = 1")
+    conn.commit()
+    conn.close()
+    with SqliteEventStore(db_path) as store:
+        counts = {t.thread_id: t.run_count for t in store.list_threads()}
+        assert counts == {"a": 2, "b": 1}
+        store.append([ev("a", run_id="r3"), ev("a", run_id="r1")])
+        assert {t.thread_id: t.run_count for t in store.list_threads()}["a"] == 3
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    finally:
+        conn.close()

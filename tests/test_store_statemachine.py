@@ -166,11 +166,11 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def heads_match(self) -> None:
-        """last_seq of every thread equals the model's length, and list_threads agrees."""
+        """last_seq of every thread equals the model's length; list_threads counts agree."""
         for thread, events in self.model.items():
             assert self.store.last_seq(thread) == len(events)
-        listed = {t.thread_id: t.event_count for t in self.store.list_threads()}
-        assert listed == {t: len(e) for t, e in self.model.items() if e}
+        listed = {t.thread_id: (t.event_count, t.run_count) for t in self.store.list_threads()}
+        assert listed == {t: (len(e), len({k[3] for k in e})) for t, e in self.model.items() if e}
 
 
 class MemoryMachine(StoreMachine):

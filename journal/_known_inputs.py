@@ -1,0 +1,69 @@
+"""Which human input messages a thread already holds in the store (writer thread only).
+
+A caller without a checkpointer resends the whole history every run. Within one process the
+journal's per-thread memory skips messages it already journaled; after a restart that memory is
+empty, so the writer also asks the store, once per thread, which ``message.human`` ids it holds
+and drops repeats. This runs on the writer thread (it does I/O), never on the callback path.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Final
+
+import structlog
+
+from journal.store import RunEventStore
+
+__all__ = ["KnownInputs"]
+
+_log = structlog.get_logger(__name__)
+_CAPACITY: Final = 4096
+
+
+def _message_id(content: Any) -> str | None:
+    """The id of a message, whether it is a message object or its stored dict form."""
+    if isinstance(content, dict):
+        data = content.get("data")
+        value = data.get("id") if isinstance(data, dict) else None
+    else:
+        value = getattr(content, "id", None)
+    return value if isinstance(value, str) else None
+
+
+class KnownInputs:
+    """A bounded per-thread cache of the human message ids already stored."""
+
+    def __init__(self, store: RunEventStore) -> None:
+        self._store = store
+        self._threads: OrderedDict[str, set[str]] = OrderedDict()
+
+    def _known(self, thread_id: str) -> set[str] | None:
+        known = self._threads.get(thread_id)
+        if known is not None:
+            self._threads.move_to_end(thread_id)
+            return known
+        try:
+            stored = self._store.read(thread_id, event_type="message.human")
+        except Exception:  # the store is down: the write will fail and spool anyway
+            return None
+        known = {mid for e in stored if (mid := _message_id(e.content)) is not None}
+        self._threads[thread_id] = known
+        if len(self._threads) > _CAPACITY:
+            self._threads.popitem(last=False)
+        return known
+
+    def drop_repeats(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``events`` without the ``message.human`` events whose message is already stored."""
+        out: list[dict[str, Any]] = []
+        for event in events:
+            if event["event_type"] == "message.human":
+                known = self._known(event["thread_id"])
+                message_id = _message_id(event["content"])
+                if known is not None and message_id is not None:
+                    if message_id in known:
+                        _log.info("journal_input_already_stored", run_id=event["run_id"])
+                        continue
+                    known.add(message_id)
+            out.append(event)
+        return out
