@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from journal.errors import JournalError
+from journal.errors import CopyConflictError
 from journal.events import RunEvent, validate_id
 from journal.store import RunEventStore
 
@@ -37,10 +37,6 @@ log = structlog.get_logger(__name__)
 ProgressCallback = Callable[[str, int], None]
 
 _PAGE_LIST_THREADS = 1000
-
-
-class CopyConflictError(JournalError):
-    """A target thread holds events that are not a prefix of the source thread."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,9 @@
         ├── StoreCorruptError      the file or schema is not a runjournal store, or is damaged
         ├── SchemaVersionError     the store was written by a newer runjournal
         └── StoreClosedError       the store was used after ``close()``
+    └── CopyConflictError          ``copy_store``: a target thread diverges from its source
+
+``history.errors.ThreadNotFoundError`` (also a ``LookupError``) extends this tree for readers.
 
 Caller mistakes (a malformed id, an unknown category, a bad URL) raise ``ValueError`` or
 ``TypeError`` with a message that names the field and says what to do. Driver exceptions
@@ -39,3 +42,7 @@ class SchemaVersionError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store was used after ``close()``."""
+
+
+class CopyConflictError(JournalError):
+    """A target thread holds events that are not a prefix of the source thread."""

@@ -4,6 +4,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from tests.postgres_server import PostgresServer, PostgresServerError, fresh_database_url
 
@@ -32,3 +33,15 @@ def postgres_url() -> Iterator[str]:
 def postgres_db_url(postgres_url: str) -> str:
     """URL of a fresh, empty database on the session's PostgreSQL cluster."""
     return fresh_database_url(postgres_url)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging_config() -> Iterator[None]:
+    """Undo the process-wide structlog setup a CLI command run in-process makes.
+
+    ``structlog.configure`` mutates its processor list in place, so the saved list is copied.
+    """
+    saved = structlog.get_config()
+    saved["processors"] = list(saved["processors"])
+    yield
+    structlog.configure(**saved)
