@@ -35,7 +35,7 @@ import math
 import pathlib
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["MAX_DEPTH", "dumps", "dumps_plain", "loads", "to_jsonable"]
 
@@ -100,10 +100,18 @@ def _encode(value: Any, depth: int, active: set[int]) -> Any:
         active.discard(marker)
 
 
+# Exact types whose values are already canonical JSON (float is not: NaN, Infinity).
+_PLAIN_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
 def _encode_container(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, Mapping):
+        if all(type(k) is str and type(v) in _PLAIN_SCALARS for k, v in value.items()):
+            return dict(value)  # flat and plain: no per-item walk (ids, usage, args)
         return {str(k): _encode(v, depth, active) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if all(type(v) in _PLAIN_SCALARS for v in value):
+            return list(value)
         return [_encode(v, depth, active) for v in value]
     if isinstance(value, set | frozenset):
         return sorted((_encode(v, depth, active) for v in value), key=_sort_key)
