@@ -51,7 +51,8 @@ class EventPage(BaseModel):
     events: list[RunEvent]
     has_more: bool = Field(description="True when more matching events follow this page.")
     next_after_seq: int | None = Field(
-        description="Pass as ``after_seq`` to read the next page; null when there is none."
+        description="The seq of the last event returned (``after_seq`` if none): pass it "
+        "back as ``after_seq`` to read on, now if ``has_more``, later to poll."
     )
 
 

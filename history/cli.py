@@ -11,8 +11,11 @@ without a traceback.
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
 from typing import Any, Final
+from urllib.parse import quote
 
 import click
 
@@ -98,15 +101,36 @@ def demo(store_url: str, thread_id: str) -> None:
     out.rule(f"thread {thread_id}")
     out.print(render_timeline(page))
     out.rule()
-    store_flag = "" if store_url == DEFAULT_STORE_URL else f" --store {store_url}"
+    if store_url.lower().startswith("memory:"):
+        out.print(
+            f"{len(result.run_ids)} runs, {events} events, {markers} compactions journaled "
+            "into memory://, which is gone now: pass a sqlite:/// --store to look again.",
+            soft_wrap=True,
+        )
+        return
+    me, thread = command_name(), shlex.quote(thread_id)
+    store_flag = "" if store_url == DEFAULT_STORE_URL else f" --store {shlex.quote(store_url)}"
     out.print(
         f"{len(result.run_ids)} runs, {events} events, {markers} compactions journaled.\n"
-        f"Look again:   runjournal history {thread_id}{store_flag}\n"
-        f"Replay:       runjournal replay {thread_id} --view model{store_flag}\n"
-        f"In a browser: runjournal serve{store_flag}  then open "
-        f"http://127.0.0.1:8000/threads/{thread_id}",
+        f"Look again:   {me} history {thread}{store_flag}\n"
+        f"Replay:       {me} replay {thread} --view model{store_flag}\n"
+        f"In a browser: {me} serve{store_flag}  then open "
+        f"http://127.0.0.1:8000/threads/{quote(thread_id, safe='')}",
         soft_wrap=True,
     )
+
+
+def command_name(argv0: str | None = None) -> str:
+    """How to run this program again from a shell: ``runjournal`` if PATH finds this very
+    program, else the path it was started by (``.venv/bin/runjournal`` after scripts/demo.sh).
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if os.path.basename(argv0) != "runjournal":
+        return "runjournal"  # python -m history.cli, or a test runner
+    found = shutil.which("runjournal")
+    if found is not None and os.path.realpath(found) == os.path.realpath(argv0):
+        return "runjournal"
+    return shlex.quote(argv0)
 
 
 @cli.command()
@@ -137,18 +161,17 @@ def serve(
     The viewer lists threads at / and shows one at /threads/THREAD; the JSON API is under
     /api (OpenAPI at /docs).
     """
-    from history.server import serve as serve_store
+    from history.app import create_app
+    from history.server import bind_socket, make_server
 
+    # The app and the socket first: a bad token or a port in use is one line, nothing served.
     with open_cli_store(store_url) as store:
-        err_console().print(f"serving {store_url} on http://{host}:{port}/ (Ctrl-C stops)")
-        serve_store(
-            store,
-            host=host,
-            port=port,
-            token=token,
-            cors_origins=cors_origins,
-            log_level=log_level,
-        )
+        app = create_app(store, token=token, cors_origins=cors_origins)
+        with bind_socket(host, port) as sock:
+            bound = sock.getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
+            err_console().print(f"serving {store_url} on http://{shown}:{bound}/ (Ctrl-C stops)")
+            make_server(app, host=host, port=bound, log_level=log_level).run(sockets=[sock])
 
 
 def main(argv: list[str] | None = None) -> None:

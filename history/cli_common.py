@@ -77,13 +77,16 @@ def json_option(func: F) -> F:
 
 
 def out_console() -> Console:
-    """The console of normal output (stdout); markup and highlighting of data are off."""
-    return Console(highlight=False)
+    """The console of normal output (stdout); markup, emoji codes and highlighting are off.
+
+    Printed strings carry thread ids, store URLs and file names: shown as typed, never parsed.
+    """
+    return Console(highlight=False, markup=False, emoji=False)
 
 
 def err_console() -> Console:
-    """The console of notes and progress bars (stderr)."""
-    return Console(stderr=True, highlight=False)
+    """The console of notes and progress bars (stderr); plain text as :func:`out_console`."""
+    return Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
 def emit_json(value: Any) -> None:

@@ -127,10 +127,11 @@ def import_(file: Path, store_url: str, batch_size: int, as_json: bool) -> None:
 
     Batches are all-or-nothing: a malformed line is reported with its line number and
     nothing of its batch is imported (earlier batches stay; a re-run after the fix stores
-    nothing twice, since event ids are the idempotency key).
+    nothing twice, since event ids are the idempotency key, and counts those events as
+    already present).
     """
     name = "stdin" if str(file) == "-" else str(file)
-    imported = renumbered = 0
+    imported = present = renumbered = 0
     with (
         _open_input(file) as lines,
         open_cli_store(store_url, create=True) as store,
@@ -138,12 +139,16 @@ def import_(file: Path, store_url: str, batch_size: int, as_json: bool) -> None:
     ):
         try:
             for batch in read_batches(lines, batch_size):
+                # An event already stored keeps its record: its seq is at or below its
+                # thread's last seq (its thread may even differ from the line's).
+                last = {t: store.last_seq(t) for t in {event.thread_id for event, _ in batch}}
                 stored = store.append([event for event, _ in batch])
-                imported += len(stored)
-                renumbered += sum(
-                    seq is not None and s.seq != seq
-                    for s, (_, seq) in zip(stored, batch, strict=True)
-                )
+                for s, (_, seq) in zip(stored, batch, strict=True):
+                    if s.seq <= last.get(s.thread_id, s.seq):
+                        present += 1
+                        continue
+                    imported += 1
+                    renumbered += seq is not None and s.seq != seq
                 bar.update(bar.task_ids[0], completed=_position(lines))
         except UserError as e:
             done = f" ({imported} events of earlier lines were imported)" if imported else ""
@@ -151,10 +156,18 @@ def import_(file: Path, store_url: str, batch_size: int, as_json: bool) -> None:
                 f"{name}: {e.message}; nothing of its batch was imported{done}"
             ) from None
     if as_json:
-        emit_json({"source": name, "imported": imported, "renumbered": renumbered})
+        emit_json(
+            {
+                "source": name,
+                "imported": imported,
+                "already_present": present,
+                "renumbered": renumbered,
+            }
+        )
         return
     notes = err_console()
-    notes.print(f"imported {imported} events from {name}")
+    there = f" ({present} were already in the store)" if present else ""
+    notes.print(f"imported {imported} events from {name}{there}")
     if renumbered:
         notes.print(
             f"note: {renumbered} events got another seq than in the file "
@@ -204,14 +217,21 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
     """Replay a RunJournal spool file (events it could not write) into the store.
 
     Events keep their ids and timestamps and are stored in spool order; an event already in
-    the store is not stored twice, so re-running is safe. On a store failure the spool file
-    stays in place.
+    the store is not stored twice, so re-running is safe. On a store failure, or when a line
+    is not a spooled event, the spool file stays in place; a file without any spooled event
+    is a user error.
     """
     from journal.spool import read_spool
 
     if not spool.is_file():
         raise UserError(f"no spool file at {spool}")
     events = read_spool(spool)
+    skipped = _spool_lines(spool) - len(events)
+    if skipped and not events:
+        raise UserError(
+            f"{spool}: none of its {skipped} lines is a spooled event "
+            "(is it a RunJournal spool file?); the file was kept"
+        )
     with (
         open_cli_store(store_url, create=True) as store,
         progress_bar(err_console(), "recover", len(events)) as bar,
@@ -220,12 +240,33 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
             batch = events[start : start + batch_size]
             store.append(batch)
             bar.advance(bar.task_ids[0], len(batch))
-    if remove:
+    # A line that is not an event may be one the user still needs: keep the file then.
+    removed = remove and not skipped
+    if removed:
         spool.unlink(missing_ok=True)
     if as_json:
-        emit_json({"spool": str(spool), "recovered": len(events), "removed": remove})
-    else:
-        err_console().print(f"recovered {len(events)} events from {spool}")
+        emit_json(
+            {
+                "spool": str(spool),
+                "recovered": len(events),
+                "skipped": skipped,
+                "removed": removed,
+            }
+        )
+        return
+    notes = err_console()
+    notes.print(f"recovered {len(events)} events from {spool}")
+    if skipped:
+        notes.print(
+            f"note: {skipped} lines of {spool} are not spooled events (a line torn by a "
+            "crash?); the file was kept: look at it, then delete it"
+        )
+
+
+def _spool_lines(path: Path) -> int:
+    """The non-blank lines of a spool file, counted as ``read_spool`` reads them."""
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        return sum(1 for line in lines if line.strip())
 
 
 @click.command()
@@ -251,6 +292,8 @@ def copy(
         open_cli_store(target_url, create=True) as target,
     ):
         wanted = set(thread_ids)
+        for thread_id in thread_ids:
+            require_thread(source, thread_id)  # a mistyped id is an error, not "0 copied"
         total = sum(
             t.event_count for t in source.list_threads() if not wanted or t.thread_id in wanted
         )

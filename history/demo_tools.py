@@ -42,6 +42,7 @@ _BINARY: Final[dict[type[ast.operator], Callable[[float, float], float]]] = {
 }
 _MAX_EXPONENT: Final = 100
 _MAX_LENGTH: Final = 200
+_MAX_BITS: Final = 1000  # results (and so every operand) stay small: nested powers stay fast
 
 
 def evaluate_arithmetic(expression: str) -> float | int:
@@ -68,9 +69,14 @@ def _evaluate(node: ast.expr) -> float | int:
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
             raise ValueError(f"exponents above {_MAX_EXPONENT} are not allowed")
         try:
-            return _BINARY[type(node.op)](left, right)
+            result = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
             raise ValueError("division by zero") from None
+        except OverflowError:
+            raise ValueError("the result is too large") from None
+        if isinstance(result, int) and result.bit_length() > _MAX_BITS:
+            raise ValueError("the result is too large")
+        return result
     raise ValueError("only numbers, + - * / // % ** and parentheses are allowed")
 
 

@@ -20,7 +20,7 @@ from history.app import create_app
 from history.sse import StreamControl
 from journal.store import RunEventStore
 
-__all__ = ["JournalServer", "make_server", "serve", "serve_in_thread"]
+__all__ = ["JournalServer", "bind_socket", "make_server", "serve", "serve_in_thread"]
 
 _GRACE_SECONDS = 5
 
@@ -54,6 +54,23 @@ def make_server(
     return JournalServer(config, getattr(app.state, "stream_control", None))
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` for uvicorn (IPv6 when ``host`` has a ``:``, as
+    uvicorn does).
+
+    Raises ``OSError`` with a one-line message naming the address when the host does not
+    resolve or the port is taken, before anything is served.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    return sock
+
+
 def serve(
     store: RunEventStore,
     *,
@@ -66,10 +83,13 @@ def serve(
     """Serve ``store`` over HTTP until SIGINT/SIGTERM (the body of ``runjournal serve``).
 
     ``token`` and ``cors_origins`` go to :func:`create_app`; the caller reads them from its
-    flags or the environment (``RUNJOURNAL_TOKEN``) and closes ``store`` afterwards.
+    flags or the environment (``RUNJOURNAL_TOKEN``) and closes ``store`` afterwards. A host
+    that does not resolve or a port in use raises ``OSError`` (see :func:`bind_socket`).
     """
     app = create_app(store, token=token, cors_origins=cors_origins)
-    make_server(app, host=host, port=port, log_level=log_level).run()
+    with bind_socket(host, port) as sock:
+        bound_port = sock.getsockname()[1]
+        make_server(app, host=host, port=bound_port, log_level=log_level).run(sockets=[sock])
 
 
 @contextmanager
@@ -81,9 +101,7 @@ def serve_in_thread(
     ``port=0`` picks a free port (bound before the thread starts, so there is no race). On
     exit the server shuts down (streams end) and the thread is joined.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = bind_socket(host, port)
     bound_port = sock.getsockname()[1]
     server = make_server(app, host=host, port=bound_port, log_level=log_level)
     thread = threading.Thread(

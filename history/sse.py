@@ -14,7 +14,9 @@ Guarantees of :func:`stream_events`:
 * While idle, a comment line (``: ping``) is sent every ``heartbeat_interval`` seconds so proxies
   keep the connection and dead clients are noticed.
 * If the thread is deleted while streaming, an ``event: thread_deleted`` is sent and the stream
-  ends. The stream also ends after ``max_events`` events, after ``timeout`` seconds, when the
+  ends, also when a new thread of the same id was written meanwhile (its events are never sent
+  as if they followed the deleted ones: each poll checks that the last event sent is still
+  stored). The stream also ends after ``max_events`` events, after ``timeout`` seconds, when the
   client disconnects, when :meth:`StreamControl.close` is called (server shutdown), and when the
   store fails (logged; the client reconnects with ``Last-Event-ID``).
 """
@@ -94,6 +96,12 @@ def _deleted_message(thread_id: str) -> bytes:
     return f"event: thread_deleted\ndata: {data}\n\n".encode()
 
 
+async def _event_id_at(store: RunEventStore, thread_id: str, seq: int) -> str | None:
+    """The event_id stored at ``seq`` (None: the thread has no such seq any more)."""
+    found = await store.aread(thread_id, after_seq=seq - 1, limit=1)
+    return found[0].event_id if found and found[0].seq == seq else None
+
+
 async def stream_events(
     store: RunEventStore,
     thread_id: str,
@@ -116,6 +124,9 @@ async def stream_events(
     cursor, sent, reason = after_seq, 0, "client_gone"
     log.debug("stream_opened", thread_id=thread_id, after_seq=after_seq)
     try:
+        # The event at the cursor: while it is stored, the thread was not deleted (a deleted
+        # thread written again has new event ids), so a page read before it is from this thread.
+        anchor = await _event_id_at(store, thread_id, cursor) if cursor > 0 else None
         while True:
             page = await store.aread(
                 thread_id,
@@ -125,9 +136,15 @@ async def stream_events(
                 event_type=event_type,
                 run_id=run_id,
             )
+            if cursor > 0 and (
+                anchor is None or await _event_id_at(store, thread_id, cursor) != anchor
+            ):
+                reason = "thread_deleted"
+                yield _deleted_message(thread_id)
+                return
             for event in page:
                 yield format_event(event)
-                cursor, sent = event.seq, sent + 1
+                cursor, sent, anchor = event.seq, sent + 1, event.event_id
                 if max_events is not None and sent >= max_events:
                     reason = "max_events"
                     return
@@ -139,10 +156,6 @@ async def stream_events(
                 return
             if len(page) == settings.batch:
                 continue  # more is waiting: read on without sleeping
-            if await store.alast_seq(thread_id) < cursor:
-                reason = "thread_deleted"
-                yield _deleted_message(thread_id)
-                return
             if await is_disconnected():
                 reason = "disconnected"
                 return

@@ -18,6 +18,7 @@ __all__ = [
     "assign_input_ids",
     "error_summary",
     "input_summary",
+    "is_summary",
     "output_messages",
     "output_preview",
     "prompt_tail",
@@ -80,10 +81,21 @@ def _normalise(container: dict[str, Any], key: str) -> list[BaseMessage]:
 
 
 def assign_input_ids(inputs: Any) -> list[BaseMessage]:
-    """The messages of a root input, each with the id the state will hold (set in place)."""
+    """The messages of a root input, each with the id the state will hold (set in place).
+
+    The input is a state dict, or a ``Command`` whose ``update`` dict adds messages.
+    """
     if isinstance(inputs, dict):
         return _normalise(inputs, "messages")
+    update = getattr(inputs, "update", None)  # langgraph.types.Command
+    if isinstance(update, dict) and hasattr(inputs, "resume"):
+        return _normalise(update, "messages")
     return []
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is a summary a summarization middleware put into the state."""
+    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def _updates(output: Any) -> Iterator[dict[str, Any]]:

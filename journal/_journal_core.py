@@ -10,6 +10,7 @@ import asyncio
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Final, Self
 from uuid import UUID
@@ -31,6 +32,8 @@ _log = structlog.get_logger(__name__)
 #: Characters a ``family:<tag>`` tag may not contain.
 BAD_TAG_CHARS: Final = re.compile(r"[^A-Za-z0-9_.\-/:]")
 
+#: How many runs of finished roots the journal remembers (to ignore work they left running).
+_FINISHED_CAPACITY: Final = 10_000
 
 #: Longest tag of a ``family:<tag>`` event type this journal writes (room for the family).
 MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
@@ -86,10 +89,13 @@ class JournalCore(GraphCallbackHandler):
             flush_interval=flush_interval,
             retry_delays=retry_delays,
             on_drop=self._on_writer_drop,
+            before_close=self._release_paused,
         )
         self._lock = SpinLock()
         self._nodes: dict[UUID, Node] = {}
         self._roots: dict[UUID, RunState] = {}
+        # runs of finished roots (work a cancel left running): what starts under them is no root
+        self._finished: OrderedDict[UUID, None] = OrderedDict()
         self._runs_by_id: dict[str, RunState] = {}
         self._threads = ThreadStates()
         self._last_us = 0
@@ -155,6 +161,25 @@ class JournalCore(GraphCallbackHandler):
             run.dropped += 1
             self.dropped_events += 1
             _log.warning("journal_event_dropped", run_id=run.run_id, reason="buffer_full")
+
+    def _release_paused(self) -> None:
+        """Journal the tool results paused runs still hold back (called at close).
+
+        A run resumed by another journal (after a restart) cannot release them, and they are
+        already in the checkpoint's pending writes.
+        """
+        with self._lock:
+            for thread in self._threads.values():
+                holder = thread.tools.paused
+                if holder is not None:
+                    for message in thread.tools.release_all():
+                        self._emit_message(holder, message, "agent")
+
+    def _forget(self, run_id: UUID) -> None:
+        """Remember ``run_id`` as a finished run's (bounded): chains under it are ignored."""
+        self._finished[run_id] = None
+        if len(self._finished) > _FINISHED_CAPACITY:
+            self._finished.popitem(last=False)
 
     def _on_writer_drop(self, run_id: str, count: int) -> None:
         with self._lock:

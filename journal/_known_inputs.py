@@ -15,13 +15,13 @@ import structlog
 
 from journal.store import RunEventStore
 
-__all__ = ["KnownInputs"]
+__all__ = ["KnownInputs", "message_id_of"]
 
 _log = structlog.get_logger(__name__)
 _CAPACITY: Final = 4096
 
 
-def _message_id(content: Any) -> str | None:
+def message_id_of(content: Any) -> str | None:
     """The id of a message, whether it is a message object or its stored dict form."""
     if isinstance(content, dict):
         data = content.get("data")
@@ -47,7 +47,7 @@ class KnownInputs:
             stored = self._store.read(thread_id, event_type="message.human")
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
-        known = {mid for e in stored if (mid := _message_id(e.content)) is not None}
+        known = {mid for e in stored if (mid := message_id_of(e.content)) is not None}
         self._threads[thread_id] = known
         if len(self._threads) > _CAPACITY:
             self._threads.popitem(last=False)
@@ -59,7 +59,7 @@ class KnownInputs:
         for event in events:
             if event["event_type"] == "message.human":
                 known = self._known(event["thread_id"])
-                message_id = _message_id(event["content"])
+                message_id = message_id_of(event["content"])
                 if known is not None and message_id is not None:
                     if message_id in known:
                         _log.info("journal_input_already_stored", run_id=event["run_id"])

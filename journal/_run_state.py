@@ -120,12 +120,13 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
 class ToolOrder:
     """Holds tool results until every earlier call of the same AI message has its result."""
 
-    __slots__ = ("_expected", "_held", "step")
+    __slots__ = ("_expected", "_held", "paused", "step")
 
     def __init__(self) -> None:
         self._expected: list[str] = []
         self._held: dict[str, list[BaseMessage]] = {}
         self.step: int | None = None  # the superstep of the results seen so far
+        self.paused: Node | None = None  # the run that paused holding results, if any
 
     @property
     def pending(self) -> bool:
@@ -165,6 +166,7 @@ class ToolOrder:
             out.extend(self._held.pop(call_id, ()))
         self._expected = []
         self._held.clear()
+        self.paused = None
         return out
 
 
@@ -193,3 +195,7 @@ class ThreadStates:
         else:
             self._items.move_to_end(thread_id)
         return state
+
+    def values(self) -> list[ThreadState]:
+        """Every remembered thread's state."""
+        return list(self._items.values())

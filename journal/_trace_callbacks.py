@@ -183,6 +183,42 @@ class TraceCallbacks(JournalCore):
                 content = {"name": node.name, **cap.error_summary(error)}
                 self._emit(node.run, "trace", "tool.error", content, metadata)
 
+    # -- retrievers (no events: tracked so the chains they run stay inside the run) -------
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the retriever run under its journaled parent."""
+        with self._lock:
+            self._child(run_id, parent_run_id, str(kwargs.get("name") or "retriever"), metadata)
+
+    def on_retriever_end(
+        self, documents: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Forget the retriever run."""
+        with self._lock:
+            self._nodes.pop(run_id, None)
+
+    def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget the retriever run."""
+        with self._lock:
+            self._nodes.pop(run_id, None)
+
     # -- custom events --------------------------------------------------------------------
 
     def on_custom_event(
@@ -195,7 +231,8 @@ class TraceCallbacks(JournalCore):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """``custom:<name>``; the ``summarization`` event also becomes ``middleware:summarize``."""
+        """``custom:<name>``; the ``summarization`` event of a node of the root graph also
+        becomes ``middleware:summarize``."""
         with self._lock:
             node = self._nodes.get(run_id)
             run = node.run if node is not None else self._roots.get(run_id)
@@ -207,5 +244,6 @@ class TraceCallbacks(JournalCore):
                 attribution = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
             event_md = {**attribution, "name": name}
             self._emit(run, "trace", f"custom:{event_tag(str(name))}", data, event_md)
-            if name == "summarization":
+            # a subagent's compaction changes its own state, not the thread's: a trace only
+            if name == "summarization" and (node is None or node.top):
                 self._emit(run, "middleware", "middleware:summarize", data, attribution)

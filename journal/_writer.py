@@ -93,6 +93,7 @@ class Writer:
         retry_delays: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0),
         down_cooldown: float = 1.0,
         on_drop: DropHandler | None = None,
+        before_close: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -102,6 +103,7 @@ class Writer:
         self.retry_delays = tuple(retry_delays)
         self.down_cooldown = down_cooldown
         self.on_drop = on_drop
+        self.before_close = before_close
         self.spooled_count = 0
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
@@ -154,6 +156,11 @@ class Writer:
         """Flush, then stop the writer thread. Idempotent; later puts are refused."""
         if self._closed:
             return True
+        if self.before_close is not None:  # last events of the owner (also at exit)
+            try:
+                self.before_close()
+            except Exception as e:
+                _log.error("journal_close_hook_failed", error_type=type(e).__name__)
         ok = self.flush(timeout)
         self._closed = True
         self._wake.set()
@@ -163,7 +170,13 @@ class Writer:
         return ok
 
     def _run_control(self, control: _Control, timeout: float | None) -> bool:
-        if self._closed:
+        if self._closed:  # no writer thread to hand it to: once it has stopped, run it here
+            thread = self._thread
+            if thread is not None:
+                thread.join(timeout)
+                if thread.is_alive():
+                    return False
+            self._execute(control)
             return True
         self._items.append(control)
         if self._thread is None:

@@ -2,7 +2,10 @@
 
 Any Python value encodes; an append never fails because of its payload. The rule:
 
-* ``None``, ``bool``, ``int``, ``str`` stay as they are; finite ``float`` too.
+* ``None``, ``bool``, ``int``, ``str`` stay as they are; finite ``float`` too. Two exceptions,
+  because no backend could store them: lone surrogates (``"\\ud800"``, not valid Unicode, so
+  not encodable as UTF-8) become U+FFFD in strings and keys, and an ``int`` too long for
+  Python's decimal conversion (``sys.get_int_max_str_digits()``) becomes ``{"$int": "<hex>"}``.
 * Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has
   no such numbers, and PostgreSQL's JSONB rejects them).
 * ``datetime`` / ``date`` / ``time`` become ISO 8601 strings; naive datetimes are kept naive.
@@ -33,19 +36,54 @@ import enum
 import json
 import math
 import pathlib
+import re
 import uuid
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 __all__ = ["MAX_DEPTH", "dumps", "dumps_plain", "loads", "to_jsonable"]
 
 MAX_DEPTH = 64
 _REPR_LIMIT = 200
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+# Ints up to this many bits have fewer decimal digits (~602) than any allowed
+# sys.get_int_max_str_digits() (>= 640): only bigger ones need the conversion checked.
+_SAFE_INT_BITS: Final = 2000
 
 
 def _type_name(value: object) -> str:
     cls = type(value)
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _text(value: str) -> str:
+    """``value`` with lone surrogates (unencodable as UTF-8) replaced by U+FFFD."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", value)
+    return value
+
+
+def _int(value: int) -> int | dict[str, str]:
+    if value.bit_length() > _SAFE_INT_BITS:
+        try:
+            str(value)
+        except ValueError:  # more digits than the interpreter converts to text
+            return {"$int": hex(value)}
+    return int(value)
+
+
+def _plain_scalar(value: object) -> bool:
+    """Whether ``value`` is already canonical JSON as is (float is not: NaN, Infinity)."""
+    kind = type(value)
+    if kind is str:
+        return cast(str, value).isascii()
+    if kind is int:
+        return cast(int, value).bit_length() <= _SAFE_INT_BITS
+    return value is None or kind is bool
 
 
 def _float(value: float) -> float | str:
@@ -61,7 +99,7 @@ def _marked_repr(value: object) -> dict[str, str]:
         text = repr(value)
     except Exception:  # a broken __repr__ must not fail an append
         text = "<unrepresentable>"
-    return {"$repr": text[:_REPR_LIMIT], "$type": _type_name(value)}
+    return {"$repr": _text(text[:_REPR_LIMIT]), "$type": _text(_type_name(value))}
 
 
 def _sort_key(item: Any) -> str:
@@ -74,10 +112,12 @@ def to_jsonable(value: Any) -> Any:
 
 
 def _encode(value: Any, depth: int, active: set[int]) -> Any:
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _text(value)
     if isinstance(value, int):
-        return int(value)
+        return _int(value)
     if isinstance(value, float):
         return _float(value)
     if isinstance(value, enum.Enum):
@@ -85,7 +125,7 @@ def _encode(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
         return value.isoformat()
     if isinstance(value, uuid.UUID | decimal.Decimal | pathlib.PurePath):
-        return str(value)
+        return _text(str(value))  # a path may hold surrogate-escaped bytes
     if isinstance(value, bytes | bytearray | memoryview):
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     if depth >= MAX_DEPTH:
@@ -100,17 +140,13 @@ def _encode(value: Any, depth: int, active: set[int]) -> Any:
         active.discard(marker)
 
 
-# Exact types whose values are already canonical JSON (float is not: NaN, Infinity).
-_PLAIN_SCALARS: Final = frozenset({str, int, bool, type(None)})
-
-
 def _encode_container(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, Mapping):
-        if all(type(k) is str and type(v) in _PLAIN_SCALARS for k, v in value.items()):
+        if all(type(k) is str and k.isascii() and _plain_scalar(v) for k, v in value.items()):
             return dict(value)  # flat and plain: no per-item walk (ids, usage, args)
-        return {str(k): _encode(v, depth, active) for k, v in value.items()}
+        return {_text(str(k)): _encode(v, depth, active) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        if all(type(v) in _PLAIN_SCALARS for v in value):
+        if all(_plain_scalar(v) for v in value):
             return list(value)
         return [_encode(v, depth, active) for v in value]
     if isinstance(value, set | frozenset):

@@ -56,6 +56,7 @@ MAX_ID_LENGTH: Final = 256
 MAX_EVENT_TYPE_LENGTH: Final = 128
 _TAG_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/:]*$")
 _CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 
 
 def utcnow() -> datetime:
@@ -63,11 +64,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def valid_unicode(value: str) -> bool:
+    """Whether ``value`` has no lone surrogate, so it encodes as UTF-8 (every backend needs it)."""
+    return value.isascii() or _SURROGATE_RE.search(value) is None
+
+
 def validate_id(value: object, field: str) -> str:
     """Return ``value`` if it is a usable id, else raise ``ValueError`` naming ``field``.
 
     An id is a non-empty string of at most ``MAX_ID_LENGTH`` characters with no control
-    characters and no leading or trailing whitespace.
+    characters, no lone surrogates (invalid Unicode) and no leading or trailing whitespace.
     """
     if not isinstance(value, str):
         raise ValueError(f"{field} must be a string, got {type(value).__name__}")
@@ -77,6 +83,8 @@ def validate_id(value: object, field: str) -> str:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     if _CONTROL_RE.search(value):
         raise ValueError(f"{field} must not contain control characters")
+    if not valid_unicode(value):
+        raise ValueError(f"{field} must be valid Unicode (it contains a lone surrogate)")
     if value != value.strip():
         raise ValueError(f"{field} must not start or end with whitespace")
     return value
@@ -156,7 +164,10 @@ class NewEvent(BaseModel):
     def _aware_utc(cls, value: datetime) -> datetime:
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError("created_at must be timezone-aware")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # e.g. year 1 at +05:00 is before datetime.min in UTC
+            raise ValueError(f"created_at {value.isoformat()} is out of range in UTC") from None
 
     @model_validator(mode="after")
     def _check_event_type(self) -> NewEvent:

@@ -22,7 +22,8 @@ Guarantees beyond the contract in :mod:`journal.store`:
   on several loops one after the other, share it and ``asyncio.run`` never inherits its
   background tasks; the other async methods run the sync ones in a worker thread. Sync
   methods use a ``ConnectionPool``. Both drivers run the same operation generators, so the
-  SQL and the row mapping exist once.
+  SQL and the row mapping exist once. ``close`` gives async calls already running a few
+  seconds to finish, then cancels them: they raise ``StoreClosedError``, none waits forever.
 * **Exact round trip.** ``content``/``metadata`` are stored as canonical JSON text in
   ``json`` columns (see :mod:`journal._postgres_schema` for why not ``jsonb``).
 
@@ -32,6 +33,7 @@ The schema is created and upgraded on open by versioned migrations (see
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack
@@ -42,9 +44,10 @@ from urllib.parse import urlsplit
 import psycopg
 import psycopg.errors
 import structlog
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
-from journal._driver_loop import DriverLoop
+from journal._driver_loop import DriverLoop, DriverLoopStopped
 from journal._postgres_ops import (
     BEGIN,
     Op,
@@ -74,6 +77,8 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 _MAX_ATTEMPTS: Final = 5
+#: Seconds ``close`` lets async calls already running finish before cancelling them.
+_CLOSE_GRACE: Final = 5.0
 
 
 def _translate(error: Exception, where: str) -> StoreError:
@@ -164,7 +169,8 @@ async def _adrive(conn: psycopg.AsyncConnection[Row], op: Op[T]) -> T:
 class PostgresEventStore(RunEventStore):
     """A ``RunEventStore`` on PostgreSQL (psycopg 3 with connection pools).
 
-    ``url`` is a libpq URL (``postgresql://user:password@host:port/db``). ``connect_timeout``
+    ``url`` is a libpq URL (``postgresql://user:password@host:port/db``; its query parameters,
+    ``options`` included, are kept). ``connect_timeout``
     (seconds) bounds getting a connection, ``statement_timeout`` (seconds) any one statement;
     ``min_size``/``max_size`` size each pool. Opening creates or upgrades the schema and raises
     ``StoreUnavailableError`` when the server cannot be reached, ``SchemaVersionError`` when
@@ -195,12 +201,19 @@ class PostgresEventStore(RunEventStore):
             raise ValueError("pool sizes need 0 <= min_size <= max_size and max_size >= 1")
         self._url = url  # may hold a password: never logged, only _where is
         self._where = _where(url)
+        try:  # the URL's own options (e.g. -c search_path=...) are kept, ours come after
+            url_options = str(conninfo_to_dict(url).get("options") or "")
+        except psycopg.Error as e:  # its message names the parameter, never the password
+            raise ValueError(
+                f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
+            ) from None
         self._timeout = float(connect_timeout)
         self._sizes = (min_size, max_size)
+        own_options = f"-c statement_timeout={int(statement_timeout * 1000)} -c TimeZone=UTC"
         self._kwargs: dict[str, Any] = {
             "autocommit": True,
             "connect_timeout": max(1, round(connect_timeout)),
-            "options": f"-c statement_timeout={int(statement_timeout * 1000)} -c TimeZone=UTC",
+            "options": f"{url_options} {own_options}".strip(),
             "application_name": "runjournal",
         }
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
@@ -230,19 +243,29 @@ class PostgresEventStore(RunEventStore):
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _arun(self, make_op: Callable[[], Op[T]]) -> T:
-        driver = self._async_driver()
-        return await driver.run(self._arun_on_driver(make_op))
+        driver, pool = self._async_driver()
+        try:
+            return await driver.run(self._arun_on_driver(pool, make_op))
+        except DriverLoopStopped:
+            raise StoreClosedError(f"{self._where}: the store was closed during the call") from None
 
-    async def _arun_on_driver(self, make_op: Callable[[], Op[T]]) -> T:
-        pool = self._apool
-        assert pool is not None
-        await pool.open(wait=False)
-        for attempt in range(1, _MAX_ATTEMPTS + 1):
-            try:
-                async with pool.connection() as conn:
-                    return await _adrive(conn, make_op())
-            except (psycopg.Error, PoolTimeout) as e:
-                self._give_up_unless_retryable(e, attempt)
+    async def _arun_on_driver(
+        self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], make_op: Callable[[], Op[T]]
+    ) -> T:
+        try:
+            await pool.open(wait=False)
+            for attempt in range(1, _MAX_ATTEMPTS + 1):
+                try:
+                    async with pool.connection() as conn:
+                        return await _adrive(conn, make_op())
+                except (psycopg.Error, PoolTimeout) as e:
+                    self._give_up_unless_retryable(e, attempt)
+        except asyncio.CancelledError:
+            if self._closed:  # close() cancelled the call after its grace period
+                raise StoreClosedError(
+                    f"{self._where}: the store was closed during the call"
+                ) from None
+            raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _give_up_unless_retryable(self, error: Exception, attempt: int) -> None:
@@ -250,7 +273,9 @@ class PostgresEventStore(RunEventStore):
             raise _translate(error, self._where) from error
         log.info("postgres_transaction_retry", attempt=attempt, error=type(error).__name__)
 
-    def _async_driver(self) -> DriverLoop:
+    def _async_driver(
+        self,
+    ) -> tuple[DriverLoop, AsyncConnectionPool[psycopg.AsyncConnection[Row]]]:
         with self._driver_lock:
             self._check_open()
             if self._driver is None:
@@ -260,7 +285,8 @@ class PostgresEventStore(RunEventStore):
                     max_size=self._sizes[1], timeout=self._timeout, open=False,
                     name="runjournal-async",
                 )  # fmt: skip
-            return self._driver
+            assert self._apool is not None
+            return self._driver, self._apool
 
     # -- sync hooks ---------------------------------------------------------------------------
 
@@ -316,6 +342,6 @@ class PostgresEventStore(RunEventStore):
         with self._driver_lock:
             driver, pool, self._driver, self._apool = self._driver, self._apool, None, None
         if driver is not None and pool is not None:
-            driver.call(pool.close(), timeout=15)
-            driver.stop()
+            driver.call(pool.close(), timeout=15)  # new calls fail; running ones keep their conn
+            driver.stop(grace=_CLOSE_GRACE)
         log.info("postgres_store_closed", where=self._where)

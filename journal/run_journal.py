@@ -4,7 +4,8 @@ Attach one instance to any number of concurrent runs and threads
 (``graph.with_config(callbacks=[journal])`` or ``config["callbacks"]``). The thread is the root
 run's ``thread_id`` metadata (LangGraph copies ``configurable.thread_id`` there), else the
 constructor's ``thread_id``, else the root run id. The run is the root run
-(``config["run_id"]`` when given).
+(``config["run_id"]`` when given): the outermost chain of a call the journal is attached to,
+also when that call is made inside another runnable (a tool, a ``RunnableLambda``).
 
 Guarantees: the callback path does no I/O and never serialises node inputs; events keep the
 order they happened in (one buffer; ``created_at`` strictly increases in buffer order); a
@@ -40,7 +41,9 @@ message (content: ``journal.messages.message_to_content(message)``; its ``data.i
 the message has in the LangGraph state)
   ``message.human``  the run's new input messages, at run start; an id already journaled in
                      the thread is never recorded again (callers that resend the history;
-                     after a restart the writer checks the store once per thread).
+                     after a restart the writer checks the store once per thread), nor is a
+                     resent summary message. The messages of a ``Command`` input's
+                     ``update`` are new: each is journaled (``message.*`` of its type).
                      Input messages without an id get one in place before LangGraph maps the
                      input, so the state keeps it. metadata ``caller: "user"``.
   ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
@@ -54,6 +57,9 @@ the message has in the LangGraph state)
                      tools, ``tool_call_id``. Messages of nested graphs (subagents) are not the
                      thread's messages: they appear as traces only, unless the nested graph is
                      a node whose output the parent state takes in.
+                     A call whose tool interrupts keeps its place: later results wait for
+                     the resumed run; if the journal closes first (a restart), they are
+                     journaled at close, ahead of the resumed call's result.
                      Known limit: a hook that rewrites an existing message in place (same id,
                      e.g. a human-in-the-loop "edit") is not journaled as a new message.
 
@@ -78,7 +84,8 @@ trace
 
 middleware
   ``middleware:summarize``  content: the ``summarization`` custom event's payload, as is
-                     (it is also recorded as ``custom:summarization``).
+                     (it is also recorded as ``custom:summarization``). Only for the root
+                     graph's middleware: a subagent's summarization is the trace alone.
   ``middleware:<tag>``      from :meth:`RunJournal.record_middleware`: content ``{"name",
                      "hook", "action", "changes"}``; metadata ``caller: "middleware:<name>"``.
 """
@@ -93,6 +100,7 @@ from uuid import UUID
 import structlog
 from langchain_core.messages import BaseMessage
 from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
+from langgraph.errors import GraphBubbleUp
 
 from journal import _capture as cap
 from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
@@ -176,10 +184,17 @@ class RunJournal(TraceCallbacks):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Root: ``run.start`` and the new human input; node: remember its attribution."""
+        """Root: ``run.start`` and the new human input; node: remember its attribution.
+
+        A chain is a root when this journal does not know its parent: it is attached to that
+        call (possibly made inside another runnable), not to its caller.
+        """
         name = str(kwargs.get("name") or (serialized or {}).get("name") or "chain")
         with self._lock:
-            if parent_run_id is None:
+            if parent_run_id in self._finished:
+                self._forget(run_id)
+                return
+            if parent_run_id not in self._roots and parent_run_id not in self._nodes:
                 self._start_root(run_id, name, inputs, metadata or {})
                 return
             node = self._child(run_id, parent_run_id, name, metadata)
@@ -205,10 +220,12 @@ class RunJournal(TraceCallbacks):
         content = {"graph": name, "input": cap.input_summary(inputs)}
         self._emit(run, "lifecycle", "run.start", content, {"thread_id_source": source})
         user = Node(run=run, name=name, caller="user", node=None, step=None)
+        command = not isinstance(inputs, dict)  # a Command's update adds every message it has
         for message in cap.assign_input_ids(inputs):
-            if message.type == "human":
+            # a resent history's answers and summaries were journaled when they were produced
+            if (command or message.type == "human") and not cap.is_summary(message):
                 self._emit_message(user, message, "user")
-            else:  # a resent history: already journaled when it was produced
+            else:
                 self._threads.get(run.thread_id).seen.add(str(message.id))
 
     def on_chain_end(
@@ -288,7 +305,12 @@ class RunJournal(TraceCallbacks):
             run = self._roots.get(run_id)
             if run is None:
                 node = self._nodes.pop(run_id, None)
-                if node is not None and node.tool_call_id is not None:
+                # an interrupted call is answered when the run resumes: keep its place
+                if (
+                    node is not None
+                    and node.tool_call_id is not None
+                    and not isinstance(error, GraphBubbleUp)
+                ):
                     tools = self._threads.get(node.run.thread_id).tools
                     for item in tools.complete(node.tool_call_id, []):
                         self._emit_message(node, item, "agent")
@@ -308,16 +330,20 @@ class RunJournal(TraceCallbacks):
         del self._roots[run_id]
         self._runs_by_id.pop(run.run_id, None)
         paused = run.interrupted or event_type == "run.interrupt"
-        if not paused:  # a paused run's calls are answered when it resumes: keep their order
-            tools = self._threads.get(run.thread_id).tools
-            holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+        tools = self._threads.get(run.thread_id).tools
+        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+        if paused:  # its calls are answered when it resumes: keep their order (or see close)
+            tools.paused = holder
+        else:
             for message in tools.release_all():
                 self._emit_message(holder, message, "agent")
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
             self._emit(run, "lifecycle", event_type, content, {})
         run.finished = True
+        self._forget(run_id)
         for key in [k for k, n in self._nodes.items() if n.run is run]:
             del self._nodes[key]
+            self._forget(key)
         self._writer.wake()
 
     # -- human in the loop -----------------------------------------------------------------

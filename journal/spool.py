@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from journal._known_inputs import message_id_of
 from journal.encoding import dumps
 from journal.events import NewEvent
 from journal.store import RunEventStore
@@ -29,14 +30,26 @@ __all__ = ["DEFAULT_SPOOL_PATH", "Spool", "areplay_spool", "read_spool", "replay
 DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
 
 _log = structlog.get_logger(__name__)
+_path_locks: dict[str, threading.Lock] = {}
+_path_locks_guard = threading.Lock()
+
+
+def _path_lock(path: str | os.PathLike[str]) -> threading.Lock:
+    """The lock every spool of this process holds while it writes or replays the file."""
+    key = os.path.abspath(path)
+    with _path_locks_guard:
+        return _path_locks.setdefault(key, threading.Lock())
 
 
 class Spool:
-    """An append-only JSONL file of prepared events; safe to share between threads."""
+    """An append-only JSONL file of prepared events; safe to share between threads.
+
+    Spools of one process on the same file (journals keeping the default path) share one
+    lock, so a replay never deletes events another journal appended meanwhile.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
 
     def append(self, events: Sequence[NewEvent | Mapping[str, Any]]) -> None:
         """Append ``events`` as one write; raise ``OSError`` if the file cannot be written.
@@ -47,7 +60,7 @@ class Spool:
             dumps(e.model_dump(mode="json") if isinstance(e, NewEvent) else e) + "\n"
             for e in events
         )
-        with self._lock:
+        with _path_lock(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(text)
@@ -55,9 +68,8 @@ class Spool:
                 os.fsync(f.fileno())
 
     def replay(self, store: RunEventStore, *, batch_size: int = 500) -> int:
-        """Replay this spool into ``store`` (see :func:`replay_spool`), holding the file lock."""
-        with self._lock:
-            return replay_spool(self.path, store, batch_size=batch_size)
+        """Replay this spool into ``store`` (see :func:`replay_spool`)."""
+        return replay_spool(self.path, store, batch_size=batch_size)
 
 
 def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
@@ -94,19 +106,46 @@ def replay_spool(
 
     Guarantees: events keep their ``event_id`` and ``created_at`` and are appended in spool order
     (so their seqs follow the order they happened in); an event already in the store is not
-    stored twice, so replaying again is harmless. With ``remove=True`` the file is deleted once
+    stored twice, so replaying again is harmless; nor is a ``message.human`` whose message the
+    thread already holds (a history resent while the store was down). The count is of the
+    events the spool held. With ``remove=True`` the file is deleted once
     every event is stored. A ``StoreError`` propagates and leaves the file in place.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    events = read_spool(path)
-    for start in range(0, len(events), batch_size):
-        store.append(events[start : start + batch_size])
-    if remove:
-        Path(path).unlink(missing_ok=True)
+    with _path_lock(path):  # no spool of this process appends between the read and the unlink
+        events = read_spool(path)
+        todo = _without_stored_inputs(store, events)
+        for start in range(0, len(todo), batch_size):
+            store.append(todo[start : start + batch_size])
+        if remove:
+            Path(path).unlink(missing_ok=True)
     if events:
         _log.info("spool_replayed", path=str(path), count=len(events))
     return len(events)
+
+
+def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list[NewEvent]:
+    """``events`` minus each ``message.human`` whose message its thread already holds.
+
+    A journal restarted while the store was down cannot tell which inputs of a resent history
+    are stored, so it spools them all; the store tells at replay time.
+    """
+    stored: dict[str, dict[str, str]] = {}  # thread -> message id -> event id
+    out: list[NewEvent] = []
+    for event in events:
+        if event.event_type == "message.human":
+            if event.thread_id not in stored:
+                held = store.read(event.thread_id, event_type="message.human")
+                stored[event.thread_id] = {
+                    mid: e.event_id for e in held if (mid := message_id_of(e.content)) is not None
+                }
+            known = stored[event.thread_id]
+            mid = message_id_of(event.content)
+            if mid is not None and known.setdefault(mid, event.event_id) != event.event_id:
+                continue  # the same input under another event: a repeat
+        out.append(event)
+    return out
 
 
 async def areplay_spool(

@@ -32,7 +32,15 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, ParamSpec, Self, TypeVar
 
 from journal.errors import StoreClosedError
-from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary, validate_id
+from journal.events import (
+    EventFilter,
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    valid_unicode,
+    validate_id,
+)
 from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content
 
 __all__ = ["EventLike", "FilterValue", "RunEventStore"]
@@ -41,6 +49,8 @@ EventLike = NewEvent | Mapping[str, Any]
 FilterValue = str | Iterable[str] | None
 
 _DEFAULT_PAGE = 1000
+#: Seqs are 64-bit (PostgreSQL bigint, SQLite INTEGER): larger cursors read like this one.
+_MAX_CURSOR = 2**63 - 1
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -56,6 +66,8 @@ def _filter_set(name: str, value: FilterValue) -> frozenset[str] | None:
         raise TypeError(f"{name} must be a string, a collection of strings, or None") from None
     if not all(isinstance(v, str) for v in items):
         raise TypeError(f"{name} must contain only strings")
+    if not all(valid_unicode(v) for v in items):
+        raise ValueError(f"{name} must contain valid Unicode (a value has a lone surrogate)")
     return items
 
 
@@ -66,7 +78,7 @@ def _check_cursor(name: str, value: int | None) -> int | None:
         raise TypeError(f"{name} must be an int or None")
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
+    return min(value, _MAX_CURSOR)
 
 
 class RunEventStore(ABC):
@@ -223,8 +235,8 @@ class RunEventStore(ABC):
 
     def list_threads(self, *, limit: int | None = None, offset: int = 0) -> list[ThreadSummary]:
         """Threads with at least one event, most recently active first."""
-        _check_cursor("offset", offset)
-        _check_cursor("limit", limit)
+        offset = _check_cursor("offset", offset) or 0
+        limit = _check_cursor("limit", limit)
         self._check_open()
         return self._list_threads(limit, offset)
 

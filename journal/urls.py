@@ -42,6 +42,11 @@ def open_store(url: str, **options: Any) -> RunEventStore:
                 f"SQLite store URL {url!r} needs a path: sqlite:///relative.db or "
                 "sqlite:////absolute/path.db"
             )
+        if "?" in rest:
+            raise ValueError(
+                f"SQLite store URL {url!r} has a query string; SQLite URLs take a path only: "
+                "pass options as keyword arguments, e.g. open_store(url, synchronous='FULL')"
+            )
         from journal.sqlite import SqliteEventStore
 
         return SqliteEventStore(Path(rest[1:]), **options)

@@ -153,6 +153,23 @@ class StoreContract(ABC):
         [read] = store.read("t1")
         assert read.content == {"nan": "NaN", "b": {"$bytes": "AAE="}, "s": [1, 2]}
 
+    def test_invalid_unicode_and_huge_ints_never_fail_an_append(self, store: RunEventStore) -> None:
+        """Lone surrogates become U+FFFD and ints too long for decimal text become $int."""
+        big = 10**5000
+        content = {"s": "a\ud800b", "\udfff": [big]}
+        stored = store.append(
+            [
+                ev(category="message", content=content, metadata={"m": "\ud800", "n": big}),
+                ev(content="\udc80" * 20_000),  # over the trace cap: truncated too
+            ]
+        )
+        message, trace = store.read("t1")
+        assert [message, trace] == stored
+        assert message.content == {"s": "a\ufffdb", "\ufffd": [{"$int": hex(big)}]}
+        assert message.metadata == {"m": "\ufffd", "n": {"$int": hex(big)}}
+        assert trace.content.startswith("\ufffd\ufffd")
+        assert trace.metadata["truncated"] is True
+
     def test_append_accepts_mappings(self, store: RunEventStore) -> None:
         """Plain mappings are validated into events like NewEvent instances."""
         [stored] = store.append(
@@ -314,6 +331,16 @@ class StoreContract(ABC):
         """Negative or non-int cursors and limits raise ValueError/TypeError naming them."""
         with pytest.raises(error, match=next(iter(kwargs))):
             store.read("t1", **kwargs)
+
+    def test_cursors_beyond_any_seq_are_accepted(self, ten: RunEventStore) -> None:
+        """Cursors, limits and offsets larger than any 64-bit seq read like very large ones."""
+        huge = 10**20
+        assert ten.read("t1", after_seq=huge) == []
+        assert seqs(ten.read("t1", before_seq=huge, limit=2)) == [9, 10]
+        assert seqs(ten.read("t1", limit=huge)) == list(range(1, 11))
+        assert list(ten.iter_events("t1", after_seq=huge)) == []
+        assert len(ten.list_threads(limit=huge)) == 1
+        assert ten.list_threads(offset=huge) == []
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -538,6 +565,19 @@ class StoreContract(ABC):
         for call in (store.read, store.last_seq, store.count, store.list_runs, store.delete_thread):
             with pytest.raises(ValueError, match="thread_id"):
                 call(thread_id)
+
+    @pytest.mark.parametrize("field", ["thread_id", "run_id", "event_id"])
+    def test_id_with_a_lone_surrogate_is_a_value_error(
+        self, store: RunEventStore, field: str
+    ) -> None:
+        """An id that is not valid Unicode raises ValueError naming the field, not a codec error."""
+        with pytest.raises(ValueError, match=field):
+            store.append([{**ev().model_dump(), field: "a\ud800"}])
+        with pytest.raises(ValueError, match="thread_id"):
+            store.read("a\ud800")
+        with pytest.raises(ValueError, match="run_id"):
+            store.read("t1", run_id=["r1", "a\ud800"])
+        assert store.list_threads() == []
 
     # -- lifecycle ------------------------------------------------------------------------------
 

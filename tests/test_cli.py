@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,31 @@ def test_demo_database_has_markers_and_replays_every_model_call_exactly(
             "replay", THREAD, "--store", url, "--upto-seq", str(start["seq"]), "--view", "model"
         )
         assert [m["data"]["id"] for m in replayed] == sent, start["seq"]
+
+
+def test_demo_hints_name_the_program_as_started_when_path_does_not_find_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After scripts/demo.sh (.venv/bin/runjournal, not on PATH) the hints say that path."""
+    from history.cli import command_name
+
+    program = tmp_path / ".venv" / "bin" / "runjournal"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert command_name(".venv/bin/runjournal") == ".venv/bin/runjournal"
+    monkeypatch.setenv("PATH", str(program.parent))
+    assert command_name(str(program)) == "runjournal"
+    assert command_name("/usr/lib/python3/history/cli.py") == "runjournal"
+
+
+def test_demo_into_memory_with_a_markup_thread_id_prints_it_literally_and_no_dead_hints() -> None:
+    """`demo --store memory:// --thread-id '[/]x'`: the id shown as typed; no look-again hints."""
+    done = invoke_cli("demo", "--store", "memory://", "--thread-id", "[/]x :smile:")
+    assert done.returncode == 0, done.stderr
+    assert "thread [/]x :smile:" in done.stdout
+    assert "memory://, which is gone now" in done.stdout and "Look again" not in done.stdout
 
 
 def test_threads_json_lists_the_demo_thread(demo_store: tuple[str, str]) -> None:
@@ -185,10 +211,20 @@ def test_export_then_import_into_an_empty_store_reproduces_identical_events(
     target = f"sqlite:///{tmp_path / 'copy.db'}"
     imported = run_cli("import", "-", "--store", target, "--batch-size", "7", input=exported.stdout)
     assert imported.returncode == 0, imported.stderr
+    assert imported.stderr.strip() == f"imported {len(lines)} events from stdin"
     assert _read_all(target, THREAD) == _read_all(url, THREAD)
     again = invoke_json("import", "-", "--store", target, input=exported.stdout)
-    assert again == {"source": "stdin", "imported": len(lines), "renumbered": 0}
+    assert again == {
+        "source": "stdin",
+        "imported": 0,
+        "already_present": len(lines),
+        "renumbered": 0,
+    }
     assert len(_read_all(target, THREAD)) == len(lines)  # idempotent: nothing stored twice
+    moved = exported.stdout.replace(f'"thread_id":"{THREAD}"', '"thread_id":"moved"')
+    assert moved != exported.stdout  # same event ids under another thread id: still present
+    again = invoke_json("import", "-", "--store", target, input=moved)
+    assert (again["imported"], again["already_present"]) == (0, len(lines))
 
 
 def test_export_to_a_file(demo_store: tuple[str, str], tmp_path: Path) -> None:
@@ -298,8 +334,36 @@ def test_recover_replays_a_spool_once(tmp_path: Path) -> None:
     assert [e["event_id"] for e in _read_all(url, "spooled")] == [e.event_id for e in events]
     again = invoke_cli("recover", copy, "--store", url, "--no-remove", "--json")
     assert again.returncode == 0 and copy.exists()
-    assert json.loads(again.stdout) == {"spool": str(copy), "recovered": 5, "removed": False}
+    assert json.loads(again.stdout) == {
+        "spool": str(copy),
+        "recovered": 5,
+        "skipped": 0,
+        "removed": False,
+    }
     assert len(_read_all(url, "spooled")) == len(events)
+
+
+def test_recover_never_deletes_a_file_with_lines_that_are_not_spooled_events(
+    tmp_path: Path,
+) -> None:
+    """A non-spool file is a user error and kept; a spool with a torn line is stored and kept."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n\nnot a spool at all\n", encoding="utf-8")
+    done = invoke_cli("recover", notes, "--store", url)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("runjournal: error: ")
+    assert "notes.md" in done.stderr and "kept" in done.stderr
+    assert notes.exists()
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(
+        [NewEvent(thread_id="t", run_id="r", category="lifecycle", event_type="run.start")]
+    )
+    with spool.path.open("a", encoding="utf-8") as f:
+        f.write('{"thread_id": "t", "run_id"')  # torn by a crash
+    report = invoke_json("recover", spool.path, "--store", url)
+    assert report == {"spool": str(spool.path), "recovered": 1, "skipped": 1, "removed": False}
+    assert spool.path.exists() and len(_read_all(url, "t")) == 1
 
 
 def test_copy_moves_every_thread_and_is_idempotent(
@@ -330,6 +394,18 @@ def test_copy_into_a_diverged_thread_is_a_user_error(
     assert len(_read_all(target, THREAD)) == 1
 
 
+def test_copy_of_an_unknown_thread_is_a_user_error(
+    demo_store: tuple[str, str], tmp_path: Path
+) -> None:
+    """`copy --thread-id` naming no thread of the source: one error line, no target written."""
+    url, _ = demo_store
+    target = tmp_path / "target.db"
+    done = invoke_cli("copy", "--from", url, "--to", f"sqlite:///{target}", "--thread-id", "nope")
+    assert_user_error(done, "'nope'")
+    with open_store(f"sqlite:///{target}") as store:
+        assert store.list_threads() == []
+
+
 def test_serve_answers_the_api_and_stops_on_sigint(demo_store: tuple[str, str]) -> None:
     """`serve` serves the store's threads over HTTP (with --token) until interrupted."""
     url, _ = demo_store
@@ -338,6 +414,21 @@ def test_serve_answers_the_api_and_stops_on_sigint(demo_store: tuple[str, str]) 
         assert answer.status_code == 200
         assert [t["thread_id"] for t in answer.json()["threads"]] == [THREAD]
         assert httpx.get(f"{base}/api/threads").status_code == 401
+
+
+def test_serve_on_a_port_in_use_or_an_unknown_host_is_a_one_line_user_error(
+    demo_store: tuple[str, str],
+) -> None:
+    """`serve` on a taken port or a host that does not resolve: one line, exit 1, nothing run."""
+    url, _ = demo_store
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = invoke_cli("serve", "--store", url, "--port", port)
+    assert_user_error(done, f"127.0.0.1:{port}", "in use")
+    done = invoke_cli("serve", "--store", url, "--host", "no-such-host.invalid")
+    assert_user_error(done, "no-such-host.invalid")
 
 
 def test_every_command_has_help_from_its_docstring() -> None:
@@ -412,6 +503,19 @@ def test_render_prints_stored_text_literally_never_as_markup() -> None:
         )
     )
     assert replayed.count(hostile) == 2 and "summary of earlier messages" in replayed
+
+
+def test_names_the_user_typed_are_printed_literally_never_as_markup(
+    demo_store: tuple[str, str], tmp_path: Path
+) -> None:
+    """A file name or store path with [bold] or :emoji: codes is printed as typed."""
+    url, _ = demo_store
+    exported = tmp_path / "[bold]x :smile:.jsonl"
+    assert invoke_cli("export", THREAD, "--store", url, "--output", exported).returncode == 0
+    target = f"sqlite:///{tmp_path / '[bold]y.db'}"
+    done = invoke_cli("import", exported, "--store", target)
+    assert done.returncode == 0, done.stderr
+    assert f"events from {exported}" in " ".join(done.stderr.split())
 
 
 def test_progress_bars_draw_only_on_a_terminal() -> None:

@@ -83,6 +83,9 @@ class BrokenRepr:
         ({1: "a", None: "b", (1, 2): "c"}, {"1": "a", "None": "b", "(1, 2)": "c"}),
         (Point(1, dt.date(2026, 1, 1)), {"x": 1, "when": "2026-01-01"}),
         (Model(name="m", tags={"y", "x"}), {"name": "m", "tags": ["x", "y"]}),
+        ("a\ud800b\udfff", "a\ufffdb\ufffd"),
+        ({"k\udc80": ["\ud83d"]}, {"k\ufffd": ["\ufffd"]}),
+        (pathlib.PurePosixPath("/a/\udcff"), "/a/\ufffd"),
     ],
 )
 def test_encoding_rule(value: Any, expected: Any) -> None:
@@ -179,6 +182,23 @@ def test_any_value_encodes_to_valid_stable_json(value: Any) -> None:
     text = dumps(value)
     parsed = json.loads(text, parse_constant=lambda c: pytest.fail(f"constant {c}"))
     assert dumps(parsed) == text
+
+
+def test_ints_too_long_for_decimal_text_become_hex() -> None:
+    """An int beyond the interpreter's digit limit becomes {$int: hex}; others stay ints."""
+    big = 10**5000
+    assert to_jsonable(big) == {"$int": hex(big)}
+    assert to_jsonable({"n": -big}) == {"n": {"$int": hex(-big)}}
+    assert to_jsonable([10**600]) == [10**600]
+    assert loads(dumps([big])) == [{"$int": hex(big)}]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.text(st.sampled_from("a é😀\ud800\udbff\udc00\udfff")), st.lists))
+def test_strings_always_encode_as_utf8(value: Any) -> None:
+    """Strings with lone surrogates encode to JSON text that is valid UTF-8."""
+    dumps(value).encode("utf-8")
+    assert to_jsonable(value) == loads(dumps(value))
 
 
 # -- content caps ---------------------------------------------------------------------------

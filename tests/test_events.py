@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from journal import CATEGORIES, EventFilter, NewEvent, RunEvent
+from journal import CATEGORIES, EventFilter, MemoryEventStore, NewEvent, RunEvent
 from journal.events import MAX_EVENT_TYPE_LENGTH, MAX_ID_LENGTH, status_from_lifecycle
 
 VALID: dict[str, Any] = {
@@ -135,6 +135,21 @@ def test_created_at_is_converted_to_utc() -> None:
     assert event.created_at == local
     assert event.created_at.tzinfo == UTC
     assert event.created_at.hour == 15
+
+
+@pytest.mark.parametrize(
+    "created_at",
+    [
+        datetime(1, 1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
+    ],
+)
+def test_created_at_out_of_range_in_utc_is_a_value_error(created_at: datetime) -> None:
+    """An aware created_at with no UTC equivalent raises ValueError naming created_at."""
+    with pytest.raises(ValueError, match="created_at"):
+        make(created_at=created_at)
+    with pytest.raises(ValueError, match="created_at"):
+        MemoryEventStore().append([{**make().model_dump(), "created_at": created_at}])
 
 
 def test_created_at_defaults_to_now_in_utc() -> None:

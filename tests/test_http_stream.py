@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from history.app import create_app
 from history.server import serve_in_thread
-from history.sse import StreamSettings
+from history.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.sqlite import SqliteEventStore
 
@@ -181,6 +181,32 @@ async def test_deleting_the_thread_ends_its_streams(store: RunEventStore, base_u
     await task
     assert [m["id"] for m in messages if "id" in m] == ["1"]
     assert messages[-1]["event"] == "thread_deleted"
+
+
+async def test_a_thread_deleted_and_written_again_is_not_streamed_as_a_continuation(
+    store: RunEventStore,
+) -> None:
+    """Deleted then re-created between two polls: ``thread_deleted``, no event of the new one."""
+
+    async def connected() -> bool:
+        return False
+
+    received: list[bytes] = []
+    async for message in stream_events(
+        store,
+        "t",
+        after_seq=0,
+        settings=FAST,
+        control=StreamControl(),
+        is_disconnected=connected,
+        timeout=5,
+    ):
+        received.append(message)
+        if len(received) == 1:  # the stream waits at its cursor, seq 1
+            store.delete_thread("t")
+            store.append([_event("t", n) for n in range(1, 4)])
+    assert received[0].startswith(b"id: 1\n")
+    assert received[1:] == [b'event: thread_deleted\ndata: {"thread_id": "t"}\n\n']
 
 
 async def test_server_shutdown_ends_open_streams_promptly(store: RunEventStore) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,39 @@ def test_ci_runs_the_readme_test_command_and_the_scripts_do_what_it_says() -> No
     assert "ensure_venv .\n" in demo and "exec .venv/bin/runjournal demo" in demo
     test = (ROOT / "scripts" / "test.sh").read_text("utf-8")
     assert "ensure_venv '.[dev]'" in test and "exec .venv/bin/python -m pytest" in test
+
+
+@pytest.mark.parametrize("stale_venv", [False, True])
+def test_scripts_stop_with_one_line_when_python_is_missing_or_older_than_3_11(
+    tmp_path: Path, stale_venv: bool
+) -> None:
+    """A too-old $PYTHON (or a .venv of one, left by an earlier try) stops with one clear line."""
+    old_python = tmp_path / "python3.10"
+    old_python.write_text("#!/bin/sh\necho 'Python 3.10.12'\nexit 1\n", encoding="utf-8")
+    old_python.chmod(0o755)
+    fake_bin = tmp_path / "bin"  # the check must come first: never reach apt-get
+    fake_bin.mkdir()
+    for tool in ("apt-get", "sudo"):
+        (fake_bin / tool).write_text(f"#!/bin/sh\necho '{tool} was run' >&2\nexit 1\n")
+        (fake_bin / tool).chmod(0o755)
+    if stale_venv:
+        (tmp_path / ".venv" / "bin").mkdir(parents=True)
+        (tmp_path / ".venv" / "bin" / "python").symlink_to(old_python)
+    for python in (str(old_python), str(tmp_path / "no-such-python")):
+        done = subprocess.run(
+            ["bash", "-c", f"set -euo pipefail; source {ROOT}/scripts/_setup.sh; ensure_venv ."],
+            cwd=tmp_path,
+            env={"PATH": f"{fake_bin}:{os.environ['PATH']}", "PYTHON": python},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"runjournal needs Python 3.11 or newer; '{python}' is missing or older: "
+            "set PYTHON=/path/to/python3.11 (or newer)"
+        ]
+        assert not (tmp_path / ".venv").exists()
 
 
 def _run_python_samples(namespace: dict[str, Any], *, postgres: bool) -> None:

@@ -20,6 +20,7 @@ from journal import (
     SqliteEventStore,
     replay_spool,
 )
+from journal.errors import StoreUnavailableError
 from journal.spool import read_spool
 from tests.fakes import ScriptedChatModel, ai, call, event_types
 from tests.flaky_stores import FlakyStore
@@ -172,3 +173,44 @@ def test_queued_events_are_written_at_interpreter_exit(tmp_path: Path) -> None:
         "run.end",
     ]
     store.close()
+
+
+def test_replay_spool_after_close_writes_the_spool(tmp_path: Path) -> None:
+    """replay_spool() on a closed journal still replays its spool into the store."""
+    store = FlakyStore(down=True)
+    journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl", retry_delays=FAST_RETRY)
+    run_agent(journal)
+    journal.close(10)
+    store.down = False
+    assert journal.replay_spool(10) == journal.spooled_events > 0
+    assert_gap_free_unique(store)
+    assert event_types(store.read("t1"), "lifecycle") == ["run.start", "run.end"]
+
+
+class _DownForReadsToo(FlakyStore):
+    """A ``FlakyStore`` whose reads fail too while it is down (a real outage)."""
+
+    def _read(self, *args: Any) -> list[RunEvent]:
+        if self.down:
+            raise StoreUnavailableError("the store is down")
+        return super()._read(*args)
+
+
+def test_history_resent_after_a_restart_during_an_outage_is_not_doubled(tmp_path: Path) -> None:
+    """Inputs resent by a journal restarted while the store is down are stored once on replay."""
+    store = _DownForReadsToo()
+    agent = create_agent(ScriptedChatModel([ai("a1"), ai("a2")]), [])
+    cfg: Any = {"configurable": {"thread_id": "t1"}}
+    with RunJournal(store, spool_path=tmp_path / "a.jsonl") as first:
+        history = agent.invoke({"messages": [HumanMessage("q1")]}, {**cfg, "callbacks": [first]})
+    store.down = True
+    journal = RunJournal(store, spool_path=tmp_path / "b.jsonl", retry_delays=FAST_RETRY)
+    inputs = {"messages": [*history["messages"], HumanMessage("q2")]}
+    agent.invoke(inputs, {**cfg, "callbacks": [journal]})
+    assert journal.flush(10)
+    store.down = False
+    journal.replay_spool(10)
+    journal.close()
+    stored = assert_gap_free_unique(store)
+    humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
+    assert humans == ["q1", "q2"]

@@ -8,11 +8,14 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
+from history import replay
 from journal import MemoryEventStore, RunJournal, content_to_message
+from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call, event_types, journaled_message_ids
 from tests.flaky_stores import journal_fixture, store_fixture  # noqa: F401 (fixtures)
 
@@ -152,3 +155,40 @@ def test_resent_history_after_restart_is_not_journaled_twice(
     humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
     assert humans == ["q0", "q1"]
     assert journaled_message_ids(stored) == [m.id for m in result["messages"]]
+
+
+def test_command_update_messages_are_journaled(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """A run whose input is a Command adding messages journals them with their state ids."""
+    agent = agent_with_tools(1)
+    agent.invoke({"messages": [HumanMessage("q0")]}, cfg(journal))
+    agent.invoke(Command(update={"messages": [HumanMessage("added")]}), cfg(journal))
+    journal.flush(10)
+    stored = store.read("t1")
+    humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
+    assert humans == ["q0", "added"]
+    assert journaled_message_ids(stored) == state_ids(agent, cfg(journal))
+
+
+def test_resent_summary_message_is_not_a_human_input(tmp_path: Path) -> None:
+    """Resending a history that holds a summary journals no human message for the summary."""
+    store = MemoryEventStore()
+    summarizer = ScriptedChatModel(lambda messages: AIMessage("short"))
+    model = ScriptedChatModel(lambda messages: ai(f"answer {len(messages)}"))
+    middleware = TrackingSummarizationMiddleware(
+        summarizer, trigger=("messages", 4), keep=("messages", 2)
+    )
+    agent: Any = create_agent(model, [], middleware=[middleware])
+    history: list[BaseMessage] = []
+    for i in range(4):
+        journal = RunJournal(store, spool_path=tmp_path / f"{i}.jsonl")  # a restart per run
+        for text in (f"q{i}a", f"q{i}b"):
+            inputs = {"messages": [*history, HumanMessage(text)]}
+            history = agent.invoke(inputs, cfg(journal))["messages"]
+        journal.close(10)
+    stored = store.read("t1", event_type="message.human")
+    assert all(e.metadata["caller"] == "user" for e in stored)
+    humans = [e.content["data"]["content"] for e in stored]
+    assert humans == [f"q{i}{x}" for i in range(4) for x in "ab"]
+    assert [m.id for m in replay(store, "t1", view="model")] == [m.id for m in history]

@@ -13,6 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
+from history import replay
 from journal import MemoryEventStore, RunEvent, RunJournal
 from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call, event_types
@@ -172,3 +173,30 @@ def test_custom_event_with_any_name_is_traced(journal: RunJournal, store: Memory
     assert custom[0].content == {"done": 1}
     assert custom[0].metadata["name"] == "progress report!"
     assert custom[0].metadata["caller"] == "middleware:Announcer"
+
+
+def test_subagent_summarization_is_trace_only(journal: RunJournal, store: MemoryEventStore) -> None:
+    """A subagent's summarization inside a tool is a trace, never a marker of the parent thread."""
+    sub_middleware = TrackingSummarizationMiddleware(
+        ScriptedChatModel(lambda messages: ai("sub summary")),
+        trigger=("messages", 4),
+        keep=("messages", 2),
+    )
+    sub_script = [ai("", call("add", a=1, b=i)) for i in range(3)] + [ai("two")]
+    sub: Any = create_agent(ScriptedChatModel(sub_script), [add], middleware=[sub_middleware])
+
+    @tool
+    def research(question: str) -> str:
+        """Ask the research subagent."""
+        return str(sub.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
+
+    model = ScriptedChatModel([ai("", call("research", question="why")), ai("because")])
+    agent: Any = create_agent(model, [research], checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t1"}, "callbacks": [journal]}
+    agent.invoke({"messages": [HumanMessage("ask")]}, cfg)
+    journal.flush(10)
+    stored = store.read("t1")
+    assert event_types(stored).count("custom:summarization") >= 1
+    assert "middleware:summarize" not in event_types(stored)
+    state = agent.get_state(cfg).values["messages"]
+    assert replay(store, "t1", view="model") == state

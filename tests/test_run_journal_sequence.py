@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from blockbuster import blockbuster_ctx
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, wrap_tool_call
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from journal import MemoryEventStore, RunEvent, RunJournal
 from tests.fakes import ScriptedChatModel, ai, call, event_types
@@ -399,3 +405,112 @@ def test_parallel_calls_approved_after_interrupt_keep_call_order(
     assert [e.content["data"]["id"] for e in stored if e.category == "message"] == [
         m.id for m in state
     ]
+
+
+@tool
+def ask_human(question: str) -> str:
+    """Ask a human and return the answer."""
+    return str(interrupt(question))
+
+
+def test_call_interrupted_inside_its_tool_keeps_call_order(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """A call whose tool interrupts is answered on resume, before the later calls' results."""
+    first, second = call("ask_human", question="ok?"), call("add", a=1, b=2)
+    model = ScriptedChatModel([ai("", first, second), ai("done")])
+    agent: Any = create_agent(model, [ask_human, add], checkpointer=InMemorySaver())
+    cfg = config(journal)
+    agent.invoke({"messages": [HumanMessage("ask then add")]}, cfg)
+    agent.invoke(Command(resume="yes"), cfg)
+    stored = events(journal, store)
+    tools = [e.metadata["tool_call_id"] for e in stored if e.event_type == "message.tool"]
+    assert tools == [first["id"], second["id"]]
+    state = agent.get_state(cfg).values["messages"]
+    assert [e.content["data"]["id"] for e in stored if e.category == "message"] == [
+        m.id for m in state
+    ]
+
+
+def test_results_held_by_a_paused_run_are_written_at_close(
+    store: MemoryEventStore, tmp_path: Path
+) -> None:
+    """Closing a journal (a restart) while a run is paused keeps the results it held back."""
+    first, second = call("ask_human", question="ok?"), call("add", a=1, b=2)
+    model = ScriptedChatModel([ai("", first, second), ai("done")])
+    agent: Any = create_agent(model, [ask_human, add], checkpointer=InMemorySaver())
+    with RunJournal(store, spool_path=tmp_path / "a.jsonl") as before:
+        agent.invoke({"messages": [HumanMessage("ask then add")]}, config(before))
+    with RunJournal(store, spool_path=tmp_path / "b.jsonl") as after:
+        agent.invoke(Command(resume="yes"), config(after))
+    stored = store.read("t1")
+    tools = [e.metadata["tool_call_id"] for e in stored if e.event_type == "message.tool"]
+    assert sorted(tools) == sorted([first["id"], second["id"]])
+    assert event_types(stored, "message").count("message.tool") == 2
+
+
+def test_journal_passed_to_a_nested_call_journals_that_run(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """An agent invoked inside another runnable, journal in its own config, is a journaled run."""
+    agent = one_tool_agent()
+    outer = RunnableLambda(lambda inputs: agent.invoke(inputs, config(journal)))
+    outer.invoke({"messages": [HumanMessage("add 1 and 2")]})
+    assert_one_tool_run(events(journal, store))
+
+
+class _ChainRetriever(BaseRetriever):
+    """A retriever that runs a small chain (a nested run the journal must keep inside)."""
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        chain = RunnableLambda(lambda q: [Document(page_content=q.upper())])
+        docs: list[Document] = chain.invoke(query, {"callbacks": run_manager.get_child()})
+        return docs
+
+
+def test_chain_inside_a_retriever_stays_inside_the_run(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """A chain run by a retriever inside a tool starts no run of its own."""
+    retriever = _ChainRetriever()
+
+    @tool
+    def search(query: str) -> str:
+        """Search the documents."""
+        return retriever.invoke(query)[0].page_content
+
+    model = ScriptedChatModel([ai("", call("search", query="x")), ai("found")])
+    agent: Any = create_agent(model, [search], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("find x")]}, config(journal))
+    assert event_types(events(journal, store), "lifecycle") == ["run.start", "run.end"]
+
+
+async def test_work_left_running_after_a_cancel_starts_no_run(
+    journal: RunJournal, store: MemoryEventStore
+) -> None:
+    """A sync tool still running after its run was cancelled adds no run to the thread."""
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    @tool
+    def lingering(x: int) -> str:
+        """Runs a chain after its run is gone."""
+        started.set()
+        release.wait(10)
+        RunnableLambda(lambda v: v).invoke(x)
+        finished.set()
+        return "late"
+
+    model = ScriptedChatModel([ai("", call("lingering", x=1)), ai("never")])
+    agent: Any = create_agent(model, [lingering])
+    task = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("go")]}, config(journal)))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    assert await asyncio.to_thread(finished.wait, 10)
+    assert await journal.aflush(10)
+    stored = await store.aread("t1")
+    assert event_types(stored, "lifecycle") == ["run.start", "run.cancel"]

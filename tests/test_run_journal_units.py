@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,40 @@ def test_spool_skips_a_torn_line_and_replays_the_rest(tmp_path: Path) -> None:
     assert replay_spool(path, store) == 3
     assert [e.content for e in store.read("t")] == [0, 1, 2]
     assert replay_spool(path, store) == 0  # the file is gone: an empty spool
+
+
+class _AppendDuringReplay(MemoryEventStore):
+    """A store whose first append waits while another spool on the same file appends."""
+
+    def __init__(self, other: Spool, late: list[NewEvent]) -> None:
+        super().__init__()
+        self.other, self.late = other, late
+        self.writer: threading.Thread | None = None
+
+    def _append(self, events: Any) -> Any:
+        if self.writer is None:
+            self.writer = threading.Thread(target=self.other.append, args=(self.late,))
+            self.writer.start()
+            self.writer.join(0.3)  # blocked by the replay's lock once the fix is in
+        return super()._append(events)
+
+
+def test_spools_sharing_a_file_never_lose_events_appended_during_a_replay(
+    tmp_path: Path,
+) -> None:
+    """Events a second journal spools to the same file while the first replays it are kept."""
+    path = tmp_path / "spool.jsonl"
+
+    def made(n: int) -> list[NewEvent]:
+        return [
+            NewEvent(thread_id="t", run_id="r", category="trace", event_type="custom:x", content=n)
+        ]
+
+    first, second = Spool(path), Spool(path)
+    first.append(made(1))
+    store = _AppendDuringReplay(second, made(2))
+    assert first.replay(store) == 1
+    assert store.writer is not None
+    store.writer.join(5)
+    replay_spool(path, store)  # what the second journal spooled meanwhile
+    assert sorted(e.content for e in store.read("t")) == [1, 2]

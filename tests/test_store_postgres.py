@@ -18,12 +18,14 @@ from structlog.testing import capture_logs
 from journal import (
     RunEventStore,
     SchemaVersionError,
+    StoreClosedError,
     StoreCorruptError,
     StoreError,
     StoreUnavailableError,
     open_store,
 )
-from journal._postgres_ops import append_op
+from journal._postgres_ops import BEGIN, append_op, delete_thread_op
+from journal._postgres_schema import DELETE_EVENTS
 from journal.postgres import PostgresEventStore, _drive
 from journal.store import RunEventStore as _Store
 from tests.contract import StoreContract, ev, many, seqs
@@ -127,6 +129,22 @@ def test_bad_options_and_urls_are_caller_errors(postgres_db_url: str) -> None:
     with pytest.raises(ValueError, match="malformed PostgreSQL URL") as info:
         PostgresEventStore("postgresql://u:secret@localhost:notaport/db")
     assert "secret" not in str(info.value)
+
+
+def test_options_in_the_url_are_kept(postgres_db_url: str) -> None:
+    """A URL's options (here a search_path) reach the server along with the store's own."""
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA journal_schema")
+    url = f"{postgres_db_url}?options=-c%20search_path%3Djournal_schema"
+    with PostgresEventStore(url, statement_timeout=7) as store:
+        store.append(many(1))
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT table_schema FROM information_schema.tables "
+            "WHERE table_name = 'runjournal_events'"
+        ).fetchall() == [("journal_schema",)]
+    with pytest.raises(ValueError, match="malformed PostgreSQL URL"):
+        PostgresEventStore(f"{postgres_db_url}?no_such_option=1")
 
 
 def test_unknown_database_is_unavailable(postgres_url: str) -> None:
@@ -247,6 +265,68 @@ async def test_cancelled_aappend_stores_nothing_and_leaves_no_gap(
         blocker.rollback()
     assert await pg.alast_seq("t1") == 0
     assert seqs(await pg.aappend(many(2, thread_id="t2"))) == [2, 3]
+
+
+async def test_close_lets_a_running_aappend_finish(postgres_db_url: str) -> None:
+    """close() during an aappend waiting on a lock lets it finish instead of stranding it."""
+    store = PostgresEventStore(postgres_db_url)
+    await store.aappend(many(1))
+    with psycopg.connect(postgres_db_url) as blocker:
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't1' FOR UPDATE")
+        task = asyncio.create_task(store.aappend(many(1)))
+        await asyncio.sleep(0.3)
+        closing = asyncio.create_task(asyncio.to_thread(store.close))
+        await asyncio.sleep(0.3)
+        blocker.rollback()
+    assert seqs(await asyncio.wait_for(task, 10)) == [2]
+    await asyncio.wait_for(closing, 10)
+    with pytest.raises(StoreClosedError):
+        await store.aappend(many(1))
+
+
+async def test_close_cancels_an_aappend_stuck_past_the_grace_period(
+    postgres_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aappend still blocked when close()'s grace ends raises StoreClosedError, no hang."""
+    monkeypatch.setattr("journal.postgres._CLOSE_GRACE", 0.3)
+    store = PostgresEventStore(postgres_db_url)
+    await store.aappend(many(1))
+    with psycopg.connect(postgres_db_url) as blocker:
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't1' FOR UPDATE")
+        task = asyncio.create_task(store.aappend(many(1)))
+        await asyncio.sleep(0.3)
+        await asyncio.wait_for(asyncio.to_thread(store.close), 10)
+        with pytest.raises(StoreClosedError):
+            await asyncio.wait_for(task, 10)
+        blocker.rollback()
+    with PostgresEventStore(postgres_db_url) as reopened:
+        assert reopened.last_seq("t1") == 1
+
+
+def test_append_committing_during_delete_of_a_headless_thread_is_kept_whole(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """A first append committing while delete_thread runs keeps its events and its head."""
+    op = delete_thread_op("t1")
+    appended = False
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn, conn.transaction():
+        assert next(op) is BEGIN
+        query = next(op)
+        while True:
+            cursor = conn.execute(*query)
+            rows = cursor.fetchall() if cursor.description else []
+            if query[0] == DELETE_EVENTS:  # between deleting the events and the head
+                pg.append(many(3))
+                appended = True
+            try:
+                query = op.send(rows)
+            except StopIteration:
+                break
+        if not appended:  # the delete found no head and stopped: append before it commits
+            pg.append(many(3))
+    assert seqs(pg.read("t1")) == [1, 2, 3]
+    assert pg.last_seq("t1") == 3
+    assert seqs(pg.append(many(1))) == [4]
 
 
 def test_foreign_tables_with_our_names_are_a_corrupt_store(postgres_db_url: str) -> None:

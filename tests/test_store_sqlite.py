@@ -207,6 +207,13 @@ def test_sqlite_url_opens_a_sqlite_store(tmp_path: Path) -> None:
     assert path.exists()
 
 
+def test_sqlite_url_with_a_query_string_is_a_value_error(tmp_path: Path) -> None:
+    """A sqlite URL with '?options' is refused instead of naming a file 'x.db?options'."""
+    with pytest.raises(ValueError, match="query string"):
+        open_store(f"sqlite:///{tmp_path}/x.db?synchronous=FULL")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _plan(db_path: Path, query: str, params: list[Any]) -> str:
     conn = sqlite3.connect(db_path)
     try:

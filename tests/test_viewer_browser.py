@@ -187,6 +187,44 @@ def test_thread_list_links_to_threads(page: Any, base_url: str) -> None:
     page.wait_for_selector(".timeline > .item")
 
 
+def test_thread_ids_with_url_characters_open_and_a_malformed_address_says_so(
+    page: Any, base_url: str, seeded: tuple[MemoryEventStore, list[RunEvent]]
+) -> None:
+    """Ids with / % ? # open from the list; a malformed %-escape is a notice, not a hang."""
+    for thread_id in ("team/a%2Fb", "100% sure? #1"):
+        seed_conversation(seeded[0], thread_id, turns=1)
+        page.goto(base_url + "/")
+        page.locator("a.thread-link", has_text=thread_id).click()
+        page.wait_for_selector(".timeline > .item")
+        assert page.locator("#crumb").inner_text() == thread_id
+        seeded[0].delete_thread(thread_id)
+    page.goto(base_url + "/threads/100%")
+    page.wait_for_selector(".notice.error")
+    assert "malformed" in page.locator(".notice.error").inner_text()
+
+
+def test_viewer_works_when_the_app_is_mounted_under_a_path(
+    browser: Any, seeded: tuple[MemoryEventStore, list[RunEvent]]
+) -> None:
+    """Under ``parent.mount("/journal", create_app(store))`` the list, links and timeline work."""
+    from fastapi import FastAPI
+
+    parent = FastAPI()
+    parent.mount("/journal", create_app(seeded[0]))
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        with serve_in_thread(parent) as url:
+            page.goto(url + "/journal/")
+            page.locator("a.thread-link", has_text="conv").click()
+            page.wait_for_url("**/journal/threads/conv")
+            page.wait_for_selector(".timeline > .item")
+            page.wait_for_selector(".live.on")
+            assert page.locator("#crumb").inner_text() == "conv"
+    finally:
+        context.close()
+
+
 def test_viewer_with_token_from_fragment_or_prompt(browser: Any) -> None:
     """A token-protected server: the fragment's token, or the prompt's, unlocks the viewer."""
     store = MemoryEventStore()

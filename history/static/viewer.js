@@ -12,6 +12,8 @@
   const app = document.getElementById("app");
   const crumb = document.getElementById("crumb");
   const live = document.getElementById("live");
+  // Where the app is mounted ("" at the server root, "/journal" under app.mount("/journal")).
+  const ROOT = document.documentElement.dataset.root || "";
 
   // ---- helpers -------------------------------------------------------------------------
 
@@ -45,7 +47,7 @@
   }
 
   function apiUrl(path, params) {
-    const url = new URL(path, location.origin);
+    const url = new URL(ROOT + path, location.origin);
     for (const [key, value] of Object.entries(params || {})) {
       if (value === undefined || value === null) continue;
       for (const item of Array.isArray(value) ? value : [value]) {
@@ -129,7 +131,7 @@
       for (const thread of page.threads) {
         const item = el("li", "thread");
         const link = el("a", "thread-link", thread.thread_id);
-        link.href = "/threads/" + encodeURIComponent(thread.thread_id);
+        link.href = ROOT + "/threads/" + encodeURIComponent(thread.thread_id);
         const meta = el(
           "span",
           "thread-meta",
@@ -436,8 +438,19 @@
 
   function route() {
     captureToken();
-    const match = /^\/threads\/(.+)$/.exec(location.pathname);
-    const page = match ? showThread(decodeURIComponent(match[1])) : showThreads();
+    const path = location.pathname.slice(ROOT.length);
+    const match = /^\/threads\/(.+)$/.exec(path);
+    let threadId = null;
+    if (match) {
+      try {
+        threadId = decodeURIComponent(match[1]);
+      } catch (_) { // a stray "%" typed into the address bar
+        crumb.textContent = "threads";
+        showNotice("This address does not name a thread: its %-escapes are malformed.", "error");
+        return;
+      }
+    }
+    const page = threadId !== null ? showThread(threadId) : showThreads();
     page.catch(showError);
   }
 
