@@ -221,50 +221,47 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
     is not a spooled event, the spool file stays in place; a file without any spooled event
     is a user error.
     """
-    from journal.spool import read_spool
+    from journal.spool import recover_spool
 
     if not spool.is_file():
         raise UserError(f"no spool file at {spool}")
-    events = read_spool(spool)
-    skipped = _spool_lines(spool) - len(events)
-    if skipped and not events:
-        raise UserError(
-            f"{spool}: none of its {skipped} lines is a spooled event "
-            "(is it a RunJournal spool file?); the file was kept"
-        )
     with (
         open_cli_store(store_url, create=True) as store,
-        progress_bar(err_console(), "recover", len(events)) as bar,
+        progress_bar(err_console(), "recover", _spool_lines(spool)) as bar,
     ):
-        for start in range(0, len(events), batch_size):
-            batch = events[start : start + batch_size]
-            store.append(batch)
-            bar.advance(bar.task_ids[0], len(batch))
-    # A line that is not an event may be one the user still needs: keep the file then.
-    removed = remove and not skipped
-    if removed:
-        spool.unlink(missing_ok=True)
+        done = recover_spool(
+            spool,
+            store,
+            batch_size=batch_size,
+            remove=remove,
+            progress=lambda count: bar.advance(bar.task_ids[0], count),
+        )
+    if done.skipped_lines and not done.events:
+        raise UserError(
+            f"{spool}: none of its {done.skipped_lines} lines is a spooled event "
+            "(is it a RunJournal spool file?); the file was kept"
+        )
     if as_json:
         emit_json(
             {
                 "spool": str(spool),
-                "recovered": len(events),
-                "skipped": skipped,
-                "removed": removed,
+                "recovered": done.events,
+                "skipped": done.skipped_lines,
+                "removed": done.removed,
             }
         )
         return
     notes = err_console()
-    notes.print(f"recovered {len(events)} events from {spool}")
-    if skipped:
+    notes.print(f"recovered {done.events} events from {spool}")
+    if done.skipped_lines:
         notes.print(
-            f"note: {skipped} lines of {spool} are not spooled events (a line torn by a "
-            "crash?); the file was kept: look at it, then delete it"
+            f"note: {done.skipped_lines} lines of {spool} are not spooled events (a line torn "
+            "by a crash?); the file was kept: look at it, then delete it"
         )
 
 
 def _spool_lines(path: Path) -> int:
-    """The non-blank lines of a spool file, counted as ``read_spool`` reads them."""
+    """The non-blank lines of a spool file: the progress bar's total."""
     with path.open(encoding="utf-8", errors="replace") as lines:
         return sum(1 for line in lines if line.strip())
 

@@ -23,7 +23,7 @@ from journal.events import (
 from journal.memory import MemoryEventStore
 from journal.messages import content_to_message, message_to_content
 from journal.run_journal import RunJournal
-from journal.spool import replay_spool
+from journal.spool import SpoolReplay, recover_spool, replay_spool
 from journal.sqlite import SqliteEventStore
 from journal.store import RunEventStore
 from journal.truncation import DEFAULT_CONTENT_CAPS
@@ -44,6 +44,7 @@ __all__ = [
     "RunJournal",
     "RunSummary",
     "SchemaVersionError",
+    "SpoolReplay",
     "SqliteEventStore",
     "StoreClosedError",
     "StoreCorruptError",
@@ -56,6 +57,7 @@ __all__ = [
     "loads",
     "message_to_content",
     "open_store",
+    "recover_spool",
     "replay_spool",
     "to_jsonable",
 ]

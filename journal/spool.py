@@ -13,7 +13,8 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,15 @@ from journal.encoding import dumps
 from journal.events import NewEvent
 from journal.store import RunEventStore
 
-__all__ = ["DEFAULT_SPOOL_PATH", "Spool", "areplay_spool", "read_spool", "replay_spool"]
+__all__ = [
+    "DEFAULT_SPOOL_PATH",
+    "Spool",
+    "SpoolReplay",
+    "areplay_spool",
+    "read_spool",
+    "recover_spool",
+    "replay_spool",
+]
 
 #: Where a ``RunJournal`` spools by default (relative to the working directory).
 DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
@@ -77,10 +86,15 @@ def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
 
     A missing file is an empty spool.
     """
+    return _read(path)[0]
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[list[NewEvent], int]:
+    """The events of a spool file and the count of non-blank lines that are not events."""
     events: list[NewEvent] = []
     bad = 0
     try:
-        with Path(path).open(encoding="utf-8") as f:
+        with Path(path).open(encoding="utf-8", errors="replace") as f:
             for line in f:
                 if not line.strip():
                     continue
@@ -89,10 +103,58 @@ def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
                 except (ValueError, TypeError):  # a torn last line after a crash
                     bad += 1
     except FileNotFoundError:
-        return []
+        return [], 0
     if bad:
         _log.warning("spool_lines_skipped", path=str(path), count=bad)
-    return events
+    return events, bad
+
+
+@dataclass(frozen=True)
+class SpoolReplay:
+    """What :func:`recover_spool` did with a spool file."""
+
+    events: int
+    """Events the spool held (each now in the store, stored before or by this replay)."""
+    skipped_lines: int
+    """Non-blank lines that were not events (a line torn by a crash, or not a spool at all)."""
+    removed: bool
+    """Whether the file was deleted."""
+
+
+def recover_spool(
+    path: str | os.PathLike[str],
+    store: RunEventStore,
+    *,
+    batch_size: int = 500,
+    remove: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> SpoolReplay:
+    """Write every event of the spool at ``path`` into ``store``, in order, and report.
+
+    Guarantees: events keep their ``event_id`` and ``created_at`` and are appended in spool order
+    (so their seqs follow the order they happened in); an event already in the store is not
+    stored twice, so replaying again is harmless; nor is a ``message.human`` whose message the
+    thread already holds (a history resent while the store was down). With ``remove=True`` the
+    file is deleted once every event is stored, unless some line was not an event (the file is
+    then kept for a person to look at). ``progress`` is called with the number of events each
+    appended batch held. A ``StoreError`` propagates and leaves the file in place.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    with _path_lock(path):  # no spool of this process appends between the read and the unlink
+        events, skipped = _read(path)
+        todo = _without_stored_inputs(store, events)
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            store.append(batch)
+            if progress is not None:
+                progress(len(batch))
+        removed = remove and not skipped and Path(path).exists()
+        if removed:
+            Path(path).unlink(missing_ok=True)
+    if events:
+        _log.info("spool_replayed", path=str(path), count=len(events), skipped=skipped)
+    return SpoolReplay(events=len(events), skipped_lines=skipped, removed=removed)
 
 
 def replay_spool(
@@ -102,27 +164,11 @@ def replay_spool(
     batch_size: int = 500,
     remove: bool = True,
 ) -> int:
-    """Write every event of the spool at ``path`` into ``store``, in order; return the count.
+    """Write every event of the spool at ``path`` into ``store``; return how many it held.
 
-    Guarantees: events keep their ``event_id`` and ``created_at`` and are appended in spool order
-    (so their seqs follow the order they happened in); an event already in the store is not
-    stored twice, so replaying again is harmless; nor is a ``message.human`` whose message the
-    thread already holds (a history resent while the store was down). The count is of the
-    events the spool held. With ``remove=True`` the file is deleted once
-    every event is stored. A ``StoreError`` propagates and leaves the file in place.
+    :func:`recover_spool` with its guarantees, for callers that only need the count.
     """
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
-    with _path_lock(path):  # no spool of this process appends between the read and the unlink
-        events = read_spool(path)
-        todo = _without_stored_inputs(store, events)
-        for start in range(0, len(todo), batch_size):
-            store.append(todo[start : start + batch_size])
-        if remove:
-            Path(path).unlink(missing_ok=True)
-    if events:
-        _log.info("spool_replayed", path=str(path), count=len(events))
-    return len(events)
+    return recover_spool(path, store, batch_size=batch_size, remove=remove).events
 
 
 def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list[NewEvent]:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from journal import MemoryEventStore, NewEvent, replay_spool
+from journal import MemoryEventStore, NewEvent, recover_spool, replay_spool
 from journal._capture import assign_input_ids, output_messages, prompt_tail
 from journal._run_state import Node, RunState, ToolOrder, caller_for
 from journal.spool import Spool, read_spool
@@ -96,7 +96,7 @@ def test_prompt_tail_is_bounded() -> None:
 
 
 def test_spool_skips_a_torn_line_and_replays_the_rest(tmp_path: Path) -> None:
-    """A torn last line (crash mid-write) is skipped; the valid events replay."""
+    """A torn last line is skipped, the valid events replay once, and the file is kept."""
     path = tmp_path / "spool.jsonl"
     events = [
         NewEvent(thread_id="t", run_id="r", category="trace", event_type="custom:x", content=i)
@@ -109,7 +109,11 @@ def test_spool_skips_a_torn_line_and_replays_the_rest(tmp_path: Path) -> None:
     store = MemoryEventStore()
     assert replay_spool(path, store) == 3
     assert [e.content for e in store.read("t")] == [0, 1, 2]
-    assert replay_spool(path, store) == 0  # the file is gone: an empty spool
+    again = recover_spool(path, store)  # kept for a person to look at; replaying is harmless
+    assert (again.events, again.skipped_lines, again.removed) == (3, 1, False)
+    assert store.last_seq("t") == 3
+    path.write_text(path.read_text().splitlines(keepends=True)[0])  # the torn line removed
+    assert recover_spool(path, store).removed and not path.exists()
 
 
 class _AppendDuringReplay(MemoryEventStore):
