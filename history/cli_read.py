@@ -5,7 +5,7 @@ Each is a thin wrapper of a library call; its flags carry the call's keyword nam
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import click
 from rich.table import Table
@@ -33,10 +33,17 @@ __all__ = ["READ_COMMANDS"]
 _PREVIEW: int = 60
 
 
+_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content"})
+
+
 def _table(*columns: str) -> Table:
+    """A table whose ids and contents fold on a narrow terminal; numbers and times never do."""
     table = Table(show_edge=False, header_style="bold")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column in _FOLDING:
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, no_wrap=True)
     return table
 
 
