@@ -139,7 +139,6 @@ def test_readme_postgres_samples_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """The PostgreSQL samples run against a real server (with the other samples before them)."""
-    pytest.importorskip("journal.copy", reason="copy_store has not landed yet")
     pg_url: str = request.getfixturevalue("postgres_url")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RUNJOURNAL_PG_URL", pg_url)
