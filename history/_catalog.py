@@ -14,8 +14,11 @@ from journal.events import RunEvent
 
 __all__ = [
     "MESSAGE_TYPES",
+    "MODEL_CALL",
+    "REMOVE",
     "SUMMARIZE",
     "TIMELINE_TYPES",
+    "is_agent_call",
     "message_data",
     "message_id",
     "payload_ids",
@@ -24,7 +27,17 @@ __all__ = [
 
 MESSAGE_TYPES: Final = ("message.human", "message.ai", "message.tool")
 SUMMARIZE: Final = "middleware:summarize"
-TIMELINE_TYPES: Final = (*MESSAGE_TYPES, SUMMARIZE)
+REMOVE: Final = "message.remove"
+MODEL_CALL: Final = "llm.start"
+#: Every event that changes the thread's ``messages`` state (and so the timeline).
+TIMELINE_TYPES: Final = (*MESSAGE_TYPES, SUMMARIZE, REMOVE)
+
+
+def is_agent_call(event: RunEvent) -> bool:
+    """Whether an ``llm.start`` is a call of the thread's agent (not of a middleware's own
+    model, such as the summarizer, nor of a subagent)."""
+    metadata = event.metadata
+    return metadata.get("caller") == "agent" and metadata.get("lc_source") != "summarization"
 
 
 def message_data(event: RunEvent) -> dict[str, Any]:

@@ -113,10 +113,22 @@ class SummaryMarkerItem(_Item):
     replaced_message_ids: list[str] = Field(default_factory=list)
     first_replaced_seq: int | None = None
     last_replaced_seq: int | None = None
+    inferred: bool = False
+
+
+class RemovalMarkerItem(_Item):
+    """A removal without a summary: ``removed_count`` messages left the state here."""
+
+    type: Literal["removal_marker"]
+    removed_count: int
+    removed_message_ids: list[str] = Field(default_factory=list)
+    first_removed_seq: int | None = None
+    last_removed_seq: int | None = None
 
 
 HistoryItem = Annotated[
-    HumanItem | AiItem | ToolItem | SummaryMarkerItem, Field(discriminator="type")
+    HumanItem | AiItem | ToolItem | SummaryMarkerItem | RemovalMarkerItem,
+    Field(discriminator="type"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The reading commands: ``threads``, ``history``, ``events``, ``runs``, ``replay``.
+"""The reading commands: ``threads``, ``history``, ``events``, ``runs``, ``replay``, ``verify``.
 
 Each is a thin wrapper of a library call; its flags carry the call's keyword names.
 """
@@ -24,6 +24,7 @@ from history.render import content_text, render_messages, render_timeline
 from history.replay import ReplayView
 from history.replay import replay as replay_thread
 from history.timeline import build_timeline
+from history.verify import verify as verify_thread
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
 from journal.messages import message_to_content
@@ -210,18 +211,20 @@ def runs(thread_id: str, store_url: str, as_json: bool) -> None:
 @click.option("--upto-seq", type=click.IntRange(min=1), default=None, help="Replay up to this seq.")
 @click.option(
     "--view",
-    type=click.Choice(["full", "model"]),
+    type=click.Choice(["full", "state", "model"]),
     default="full",
     show_default=True,
-    help="full: every message ever added; model: the context the model saw.",
+    help="full: every message ever added; state: the thread state's messages; model: the "
+    "input of the last agent model call.",
 )
 @json_option
 def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_json: bool) -> None:
     """Rebuild the messages of THREAD from its events.
 
-    --view model shows the context as the model saw it at --upto-seq (the summary message
-    in place of what it condensed); --view full shows every message ever added. --json
-    prints the messages in LangChain's dict form.
+    --view model shows exactly what the last agent model call at or before --upto-seq
+    received (system message and request-only edits included); --view state the thread
+    state's messages there (the summary message in place of what it condensed); --view full
+    every message ever added. --json prints the messages in LangChain's dict form.
     """
     with open_cli_store(store_url) as store:
         messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
@@ -232,4 +235,42 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     out_console().print(render_messages(messages))
 
 
-READ_COMMANDS = (threads, history, events, runs, replay)
+@click.command()
+@click.argument("thread_id", metavar="THREAD")
+@store_option
+@json_option
+def verify(thread_id: str, store_url: str, as_json: bool) -> None:
+    """Check that replay rebuilds every agent model call of THREAD exactly.
+
+    Compares each call's rebuilt input with the digests recorded when it was made, and names
+    every message that diverges. Exits 1 if any call diverged.
+    """
+    with open_cli_store(store_url) as store:
+        report = verify_thread(store, thread_id)
+    if as_json:
+        emit_json(report)
+    else:
+        console = out_console()
+        table = _table("seq", "run_id", "model", "messages", "status", "problems")
+        for call in report["results"]:
+            problems = "; ".join(
+                f"#{p['index']} {p['message_id'] or '-'}: {p['reason']}" for p in call["problems"]
+            )
+            table.add_row(
+                str(call["seq"]),
+                call["run_id"],
+                str(call["model"] or ""),
+                str(call["message_count"]),
+                call["status"],
+                shorten(problems, 80),
+            )
+        console.print(table)
+        console.print(
+            f"{report['calls']} agent model calls: {report['exact']} exact, "
+            f"{report['diverged']} diverged, {report['unrecorded']} without a record"
+        )
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+READ_COMMANDS = (threads, history, events, runs, replay, verify)

@@ -26,7 +26,13 @@ from rich.text import Text
 
 from history._text import shorten
 
-__all__ = ["condensed_title", "content_text", "render_messages", "render_timeline"]
+__all__ = [
+    "condensed_title",
+    "content_text",
+    "removed_title",
+    "render_messages",
+    "render_timeline",
+]
 
 _ROLE: Final = {
     "human": ("user", "bold cyan"),
@@ -117,11 +123,29 @@ def _condensed(title: str, summary: str, subtitle: str | None = None) -> Panel:
     )
 
 
-def _seq_range(item: Mapping[str, Any]) -> str | None:
-    first, last = item.get("first_replaced_seq"), item.get("last_replaced_seq")
+def _seq_range(item: Mapping[str, Any], kind: str = "replaced") -> str | None:
+    first, last = item.get(f"first_{kind}_seq"), item.get(f"last_{kind}_seq")
     if first is None or last is None:
         return None
     return f"seq {first}-{last}"
+
+
+def removed_title(removed_count: int) -> str:
+    """The title of a removal block: ``"N messages removed"``."""
+    noun = "message" if removed_count == 1 else "messages"
+    return f"{removed_count} {noun} removed"
+
+
+def _removed(item: Mapping[str, Any]) -> Panel:
+    ids = [str(i) for i in item.get("removed_message_ids") or ()]
+    return Panel(
+        Text(shorten(", ".join(ids), _RESULT_LIMIT) or "(no ids)", style="dim"),
+        title=Text(removed_title(int(item.get("removed_count") or 0)), style="bold magenta"),
+        title_align="left",
+        subtitle=_seq_range(item, "removed"),
+        subtitle_align="right",
+        border_style="magenta",
+    )
 
 
 def render_timeline(page: Mapping[str, Any]) -> RenderableType:
@@ -140,6 +164,9 @@ def render_timeline(page: Mapping[str, Any]) -> RenderableType:
                     _seq_range(item),
                 )
             )
+            continue
+        if item.get("type") == "removal_marker":
+            parts.append(_removed(item))
             continue
         parts.append(
             _message(

@@ -2,24 +2,29 @@
 
 ``replay(store, thread_id, *, upto_seq=None, view="full")`` guarantees (invariant 6):
 
-* ``view="full"``: every message ever added to the thread's state (each ``message.*`` event),
-  in seq order, up to and including ``upto_seq``.
-* ``view="model"``: the state's messages as the model saw them at ``upto_seq`` — start empty,
-  add each message (a message whose id is already in the state replaces it, as LangGraph's
-  ``add_messages`` does), and at each ``middleware:summarize`` replace the state with
-  ``[summary_message, *kept]`` (kept messages looked up by id in the state). For the seq of an
-  ``llm.start`` this is exactly what that model call received from the state (the system
-  prompt is not part of the state).
+* ``view="full"``: every message ever added to the thread's state (each ``message.*`` event,
+  replacements included), in seq order, up to and including ``upto_seq``.
+* ``view="state"``: the thread state's messages at ``upto_seq``, after every removal, rewrite
+  and summarization (rules in :mod:`history._walk`). After a run, this equals the
+  ``messages`` of ``graph.get_state(config)``; :func:`restore_thread` writes it.
+* ``view="model"``: what the model received at the last agent model call at or before
+  ``upto_seq``, system message first: the state view at that call plus the call's request-only
+  edits (a ``wrap_model_call`` middleware that trims, clears tool results or rewrites), rebuilt
+  from the call's record (``llm.start`` ``metadata.context``). At the seq of an agent
+  ``llm.start`` it is exactly that call's input. Calls of a middleware's own model (the
+  summarizer's) and of subagents are not agent calls. Before the first agent call, and for
+  calls journaled without a record, it is the state view.
 
-Messages come back as ``BaseMessage`` objects equal to the ones the journal recorded. The
-summarizer's own model calls (``lc_source="summarization"``) receive a summary prompt, not the
-state: the model view describes the agent's calls. A kept id that the replayed state does not
-hold (the journal missed a message) is logged as ``replay_kept_message_missing`` and skipped; a
-message whose stored content no longer is a message (cut to ``{"$truncated": ...}`` by the
-store's content cap) as ``replay_message_unreadable`` and skipped. An unknown thread raises
-``history.errors.ThreadNotFoundError``; a bad ``view``/``upto_seq`` ``ValueError``/``TypeError``.
+Messages come back as ``BaseMessage`` objects equal to the ones the journal recorded. Nothing
+breaks on a damaged journal; what cannot be rebuilt is left out and logged with a count:
+``replay_kept_message_missing`` (a kept id the replayed state does not hold),
+``replay_message_missing`` (a rewrite placed an id whose message was never journaled),
+``replay_context_unresolved`` (a call input the journal cannot rebuild; ``history.verify`` names
+each), ``replay_message_unreadable`` (a stored message cut to ``{"$truncated": ...}`` by the
+store's content cap). An unknown thread raises ``history.errors.ThreadNotFoundError``; a bad
+``view``/``upto_seq`` ``ValueError``/``TypeError``.
 
-``restore_thread(store, thread_id, graph, config)`` writes the model view into the graph's
+``restore_thread(store, thread_id, graph, config)`` writes the state view into the graph's
 checkpointer thread named by ``config`` so that an agent can continue a conversation whose
 checkpoints are gone. ``areplay``/``arestore_thread`` are the async variants.
 """
@@ -34,8 +39,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.pregel import Pregel
 
-from history._catalog import MESSAGE_TYPES, SUMMARIZE, TIMELINE_TYPES, message_id, payload_ids
+from history._catalog import MESSAGE_TYPES, MODEL_CALL, TIMELINE_TYPES, is_agent_call
 from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
+from history._walk import StateWalk, call_record
 from history.errors import ThreadNotFoundError
 from journal.events import RunEvent
 from journal.messages import content_to_message
@@ -45,51 +51,16 @@ __all__ = ["ReplayView", "areplay", "arestore_thread", "replay", "restore_thread
 
 logger = structlog.get_logger(__name__)
 
-ReplayView = Literal["full", "model"]
-_VIEWS: Final = ("full", "model")
+ReplayView = Literal["full", "state", "model"]
+_VIEWS: Final = ("full", "state", "model")
 _PAGE: Final = 1000
 
 
 def _check_args(upto_seq: int | None, view: str) -> None:
     if view not in _VIEWS:
-        raise ValueError(f"view must be 'full' or 'model', got {view!r}")
+        raise ValueError(f"view must be 'full', 'state' or 'model', got {view!r}")
     if upto_seq is not None:
         check_int("upto_seq", upto_seq, 0)
-
-
-class _ModelState:
-    """The replayed ``messages`` state; stored contents stay dicts until the end (cheap)."""
-
-    def __init__(self, thread_id: str) -> None:
-        self.thread_id = thread_id
-        self.messages: dict[str, Any] = {}
-
-    def add(self, event: RunEvent) -> None:
-        self.messages[message_id(event) or f"\0seq-{event.seq}"] = event.content
-
-    def compact(self, event: RunEvent) -> None:
-        payload = event.content if isinstance(event.content, dict) else {}
-        summary = payload.get("summary_message")
-        kept_ids = payload_ids(event, "kept_message_ids")
-        new: dict[str, Any] = {}
-        if isinstance(summary, dict):
-            data = summary.get("data")
-            sid = data.get("id") if isinstance(data, dict) else None
-            new[sid if isinstance(sid, str) else f"\0seq-{event.seq}"] = summary
-        missing = 0
-        for kid in kept_ids:
-            if kid in self.messages:
-                new[kid] = self.messages[kid]
-            else:
-                missing += 1
-        if missing:
-            logger.warning(
-                "replay_kept_message_missing",
-                thread_id=self.thread_id,
-                seq=event.seq,
-                count=missing,
-            )
-        self.messages = new
 
 
 def replay_plan(thread_id: str, upto_seq: int | None, view: str) -> Plan[list[BaseMessage]]:
@@ -97,29 +68,52 @@ def replay_plan(thread_id: str, upto_seq: int | None, view: str) -> Plan[list[Ba
     _check_args(upto_seq, view)
     if (yield LastSeq(thread_id)) == 0:
         raise ThreadNotFoundError(thread_id)
-    types = MESSAGE_TYPES if view == "full" else TIMELINE_TYPES
-    contents: list[Any] = []
-    state = _ModelState(thread_id)
+    if view == "full":
+        types: tuple[str, ...] = MESSAGE_TYPES
+    elif view == "state":
+        types = TIMELINE_TYPES
+    else:
+        types = (*TIMELINE_TYPES, MODEL_CALL)
+    full: list[Any] = []
+    walk = StateWalk(thread_id)
+    call: tuple[RunEvent, Any] | None = None  # the last agent call and the state it saw
     cursor = 0
     while True:
         page: list[RunEvent] = yield Read(
             thread_id, {"after_seq": cursor, "limit": _PAGE, "event_type": types}
         )
-        for event in page:
-            if upto_seq is not None and event.seq > upto_seq:
-                page = []
-                break
-            if view == "full":
-                contents.append(event.content)
-            elif event.event_type == SUMMARIZE:
-                state.compact(event)
-            else:
-                state.add(event)
-        if len(page) < _PAGE:
+        done = len(page) < _PAGE
+        if upto_seq is not None and page and page[-1].seq > upto_seq:
+            page = [e for e in page if e.seq <= upto_seq]
+            done = True
+        if view == "full":
+            full.extend(e.content for e in page)
+        else:
+            for event in page:
+                walk.feed((event,))
+                if event.event_type == MODEL_CALL and is_agent_call(event):
+                    call = (event, walk.snapshot())
+        if done or not page:
             break
         cursor = page[-1].seq
-    if view == "model":
-        contents = list(state.messages.values())
+    if view == "full":
+        return _to_messages(thread_id, full)
+    record = call_record(call[0]) if call is not None else None
+    if call is None or record is None:
+        contents = walk.contents(None if call is None else call[1])
+    else:
+        contents, problems = walk.resolve(record, call[1])
+        if problems:
+            logger.warning(
+                "replay_context_unresolved",
+                thread_id=thread_id,
+                seq=call[0].seq,
+                count=len(problems),
+            )
+    if walk.kept_missing:
+        logger.warning("replay_kept_message_missing", thread_id=thread_id, count=walk.kept_missing)
+    if walk.missing:
+        logger.warning("replay_message_missing", thread_id=thread_id, count=walk.missing)
     return _to_messages(thread_id, contents)
 
 
@@ -143,7 +137,7 @@ def replay(
     upto_seq: int | None = None,
     view: ReplayView = "full",
 ) -> list[BaseMessage]:
-    """The thread's messages up to ``upto_seq`` in the ``full`` or ``model`` view (see module)."""
+    """The thread's messages up to ``upto_seq`` in the given view (see the module docstring)."""
     return run_plan(store, replay_plan(thread_id, upto_seq, view))
 
 
@@ -170,13 +164,13 @@ def restore_thread(
     graph: Pregel[Any, Any, Any, Any],
     config: RunnableConfig,
 ) -> RunnableConfig:
-    """Seed ``graph``'s checkpointer thread (``config``) with the journal's model view.
+    """Seed ``graph``'s checkpointer thread (``config``) with the journal's state view.
 
     After it, the thread's ``messages`` state equals ``replay(store, thread_id,
-    view="model")`` and the next run continues from it. Returns the config of the new
+    view="state")`` and the next run continues from it. Returns the config of the new
     checkpoint. The graph needs a checkpointer and a ``messages`` channel.
     """
-    messages = replay(store, thread_id, view="model")
+    messages = replay(store, thread_id, view="state")
     return graph.update_state(config, _seed(messages))
 
 
@@ -187,5 +181,5 @@ async def arestore_thread(
     config: RunnableConfig,
 ) -> RunnableConfig:
     """Async :func:`restore_thread`."""
-    messages = await areplay(store, thread_id, view="model")
+    messages = await areplay(store, thread_id, view="state")
     return await graph.aupdate_state(config, _seed(messages))

@@ -1,4 +1,4 @@
-"""The history timeline: a thread's conversation messages and summary markers, page by page.
+"""The history timeline: a thread's messages, summary and removal markers, page by page.
 
 ``build_timeline(store, thread_id, *, before_seq=None, limit=50, include_markers=True)`` returns
 a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guarantees:
@@ -15,7 +15,14 @@ a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guara
 * Marker items (``summary_marker``): ``id = "summary-marker-<seq>"``, ``replaced_count``,
   ``summary``, ``replaced_message_ids``, ``first_replaced_seq`` and ``last_replaced_seq`` (the
   seq range of the journaled messages it condensed, ``None`` if none of them was journaled; a
-  replaced id may be an earlier summary message, which has no message event).
+  replaced id may be an earlier summary message, which has no message event), ``inferred``
+  (journaled from a summarization middleware's rewrite rather than its own event).
+* Removal markers (``removal_marker``, a ``message.remove`` that is no summarization):
+  ``id = "removal-marker-<seq>"``, ``removed_count``, ``removed_message_ids``,
+  ``first_removed_seq``, ``last_removed_seq``. Both marker kinds sit after every message they
+  took out of the state and before everything that came later (invariant 5).
+* A message journaled again under the same id (a node replaced it) is an item of its own with
+  ``replacement: true``; its ``id`` is ``"<message id>@<seq>"`` so that item ids stay unique.
 * An unknown thread raises :class:`history.errors.ThreadNotFoundError` (a ``LookupError``;
   HTTP 404). A bad ``limit``/``before_seq`` raises ``ValueError``/``TypeError`` (HTTP 422).
 
@@ -28,6 +35,7 @@ from typing import Any, Final, Literal, TypedDict
 
 from history._catalog import (
     MESSAGE_TYPES,
+    REMOVE,
     SUMMARIZE,
     TIMELINE_TYPES,
     message_data,
@@ -50,7 +58,7 @@ _SCAN_PAGE_MAX: Final = 500
 class TimelineItem(TypedDict, total=False):
     """One timeline entry; which keys are present depends on ``type`` (see the module doc)."""
 
-    type: Literal["human", "ai", "tool", "summary_marker"]
+    type: Literal["human", "ai", "tool", "summary_marker", "removal_marker"]
     id: str
     seq: int
     run_id: str
@@ -65,6 +73,12 @@ class TimelineItem(TypedDict, total=False):
     replaced_message_ids: list[str]
     first_replaced_seq: int | None
     last_replaced_seq: int | None
+    inferred: bool
+    replacement: bool
+    removed_count: int
+    removed_message_ids: list[str]
+    first_removed_seq: int | None
+    last_removed_seq: int | None
 
 
 class TimelinePage(TypedDict):
@@ -93,12 +107,16 @@ def _base(event: RunEvent) -> dict[str, Any]:
 def _message_item(event: RunEvent) -> TimelineItem:
     data = message_data(event)
     kind = event.event_type.removeprefix("message.")
+    mid = message_id(event) or f"message-{event.seq}"
+    replacement = bool(event.metadata.get("replacement"))
     item: dict[str, Any] = {
         "type": kind,
-        "id": message_id(event) or f"message-{event.seq}",
+        "id": f"{mid}@{event.seq}" if replacement else mid,
         **_base(event),
         "content": data.get("content", ""),
     }
+    if replacement:
+        item["replacement"] = True
     if kind == "ai":
         calls = data.get("tool_calls")
         item["tool_calls"] = calls if isinstance(calls, list) else []
@@ -109,15 +127,29 @@ def _message_item(event: RunEvent) -> TimelineItem:
     return item  # type: ignore[return-value]
 
 
-def replaced_seq_range(thread_id: str, marker: RunEvent) -> Plan[tuple[int | None, int | None]]:
-    """Plan: the seq range of the journaled messages that ``marker`` replaced.
+def _survivors(event: RunEvent) -> set[str] | None:
+    """Ids that were in the state just before ``event`` and are still there after it, when the
+    event says (a rewrite or a summarization); ``None`` when it keeps all but what it names."""
+    if event.event_type == SUMMARIZE:
+        order = payload_ids(event, "state_message_ids") or payload_ids(event, "kept_message_ids")
+        return set(order) - {summary_message_id(event) or ""}
+    if isinstance(event.content, dict) and event.content.get("all"):
+        return set(payload_ids(event, "state_message_ids"))
+    return None
+
+
+def taken_seq_range(
+    thread_id: str, marker: RunEvent, key: str
+) -> Plan[tuple[int | None, int | None]]:
+    """Plan: the seq range of the journaled messages that ``marker`` took out of the state
+    (the ids listed under ``key``).
 
     Scans backward from the marker over message and marker events only. Passing an earlier
-    marker narrows what is still missing to that marker's summary and kept messages (anything
-    else was journaled after it), so the scan stops as soon as nothing can still be found: it
-    never reads further back than the oldest message of the state that was compacted.
+    rewrite or summary narrows what is still missing to what it kept (anything else was
+    journaled after it), so the scan stops as soon as nothing can still be found: it never
+    reads further back than the oldest message of the state that was edited.
     """
-    remaining = set(payload_ids(marker, "replaced_message_ids"))
+    remaining = set(payload_ids(marker, key))
     seqs: list[int] = []
     cursor = marker.seq
     while remaining:
@@ -127,14 +159,15 @@ def replaced_seq_range(thread_id: str, marker: RunEvent) -> Plan[tuple[int | Non
             thread_id, {"before_seq": cursor, "limit": size, "event_type": TIMELINE_TYPES}
         )
         for event in reversed(page):
-            if event.event_type == SUMMARIZE:
-                remaining.discard(summary_message_id(event) or "")
-                remaining &= set(payload_ids(event, "kept_message_ids"))
-            else:
+            if event.event_type in MESSAGE_TYPES:
                 mid = message_id(event)
                 if mid is not None and mid in remaining:
                     remaining.discard(mid)
                     seqs.append(event.seq)
+            else:
+                survivors = _survivors(event)
+                if survivors is not None:
+                    remaining &= survivors
             if not remaining:
                 break
         if len(page) < size:
@@ -151,7 +184,7 @@ def marker_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
     replaced_ids = payload_ids(event, "replaced_message_ids")
     count = payload.get("replaced_count")
     summary = payload.get("summary")
-    first, last = yield from replaced_seq_range(thread_id, event)
+    first, last = yield from taken_seq_range(thread_id, event, "replaced_message_ids")
     item: dict[str, Any] = {
         "type": "summary_marker",
         "id": f"summary-marker-{event.seq}",
@@ -161,6 +194,23 @@ def marker_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
         "replaced_message_ids": replaced_ids,
         "first_replaced_seq": first,
         "last_replaced_seq": last,
+        "inferred": bool(event.metadata.get("inferred")),
+    }
+    return item  # type: ignore[return-value]
+
+
+def removal_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
+    """Plan: the ``removal_marker`` item of a ``message.remove`` event."""
+    removed_ids = payload_ids(event, "removed_message_ids")
+    first, last = yield from taken_seq_range(thread_id, event, "removed_message_ids")
+    item: dict[str, Any] = {
+        "type": "removal_marker",
+        "id": f"removal-marker-{event.seq}",
+        **_base(event),
+        "removed_count": len(removed_ids),
+        "removed_message_ids": removed_ids,
+        "first_removed_seq": first,
+        "last_removed_seq": last,
     }
     return item  # type: ignore[return-value]
 
@@ -186,6 +236,8 @@ def timeline_plan(
     for event in events:
         if event.event_type == SUMMARIZE:
             items.append((yield from marker_item(thread_id, event)))
+        elif event.event_type == REMOVE:
+            items.append((yield from removal_item(thread_id, event)))
         else:
             items.append(_message_item(event))
     return {

@@ -21,6 +21,7 @@ __all__ = [
     "is_summary",
     "output_messages",
     "output_preview",
+    "output_writes",
     "prompt_tail",
     "removes_messages",
     "response_usage",
@@ -40,12 +41,15 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
-def _normalise(container: dict[str, Any], key: str) -> list[BaseMessage]:
+def _normalise(
+    container: dict[str, Any], key: str, keep_removals: bool = False
+) -> list[BaseMessage]:
     """Give every message under ``container[key]`` an id, in place; return them as messages.
 
     ``add_messages`` keeps an existing id, so the id assigned here is the one the state holds.
     Message-like items (dicts, ``(role, text)`` tuples, strings) are converted and put back
     into the container as messages, so the state receives exactly the objects returned.
+    ``RemoveMessage`` items are left out unless ``keep_removals``.
     """
     raw = container.get(key)
     if raw is None:
@@ -71,6 +75,8 @@ def _normalise(container: dict[str, Any], key: str) -> list[BaseMessage]:
             items[index] = message
             replaced = True
         if message.type not in _MESSAGE_TYPES:
+            if keep_removals and message.type == "remove":
+                out.append(message)
             continue  # RemoveMessage and other state operations are not messages
         if message.id is None:
             message.id = _new_id()
@@ -122,6 +128,16 @@ def output_messages(output: Any) -> list[BaseMessage]:
     for update in _updates(output):
         messages.extend(_normalise(update, "messages"))
     return messages
+
+
+def output_writes(output: Any) -> list[list[BaseMessage]]:
+    """Each write a node makes to ``messages``, ``RemoveMessage`` items included, in order.
+
+    A node output that is a list of updates (or ``Command``) makes one write per item, which
+    LangGraph applies one after the other.
+    """
+    writes = [_normalise(update, "messages", keep_removals=True) for update in _updates(output)]
+    return [w for w in writes if w]
 
 
 def removes_messages(output: Any) -> bool:

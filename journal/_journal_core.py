@@ -19,8 +19,11 @@ import structlog
 from langchain_core.messages import BaseMessage
 from langgraph.callbacks import GraphCallbackHandler
 
-from journal._run_state import Node, RunState, SpinLock, ThreadStates, caller_for
-from journal._writer import Pending, Writer
+from journal._capture import is_summary
+from journal._edits import AppliedEdit, inferred_summary, replay_order, settle_step, state_ids
+from journal._run_state import Node, RunState, SpinLock, ThreadState, ThreadStates, caller_for
+from journal._writer import SKIP, Extra, Lazy, Pending, Writer
+from journal.digests import ContextIndex
 from journal.events import MAX_EVENT_TYPE_LENGTH, validate_id
 from journal.messages import message_event_type
 from journal.spool import DEFAULT_SPOOL_PATH, Spool
@@ -29,6 +32,9 @@ from journal.store import RunEventStore
 __all__ = ["BAD_TAG_CHARS", "MAX_TAG_LENGTH", "JournalCore", "event_tag"]
 
 _log = structlog.get_logger(__name__)
+#: The event a summarization is journaled as; the event of any other removal.
+SUMMARIZE_EVENT: Final = "middleware:summarize"
+REMOVE_EVENT: Final = "message.remove"
 #: Characters a ``family:<tag>`` tag may not contain.
 BAD_TAG_CHARS: Final = re.compile(r"[^A-Za-z0-9_.\-/:]")
 
@@ -98,6 +104,7 @@ class JournalCore(GraphCallbackHandler):
         self._finished: OrderedDict[UUID, None] = OrderedDict()
         self._runs_by_id: dict[str, RunState] = {}
         self._threads = ThreadStates()
+        self._contexts = ContextIndex()  # digests: touched by the writer thread only
         self._last_us = 0
         self.dropped_events = 0
 
@@ -163,17 +170,78 @@ class JournalCore(GraphCallbackHandler):
             _log.warning("journal_event_dropped", run_id=run.run_id, reason="buffer_full")
 
     def _release_paused(self) -> None:
-        """Journal the tool results paused runs still hold back (called at close).
+        """Journal the tool results and edits paused runs still hold back (called at close).
 
         A run resumed by another journal (after a restart) cannot release them, and they are
         already in the checkpoint's pending writes.
         """
         with self._lock:
             for thread in self._threads.values():
+                if thread.held:
+                    self._apply_held(thread)
                 holder = thread.tools.paused
                 if holder is not None:
                     for message in thread.tools.release_all():
                         self._emit_message(holder, message, "agent")
+
+    # -- edits of the messages state (see journal._edits) -----------------------------------
+
+    def _apply_held(self, thread: ThreadState) -> None:
+        """Journal the held edits of a superstep LangGraph has applied, in task-path order.
+
+        After the last one the replayed state equals the state once the step is applied: if
+        the events alone would rebuild another order (messages of other tasks of the step
+        interleave with an edit), the last event carries the whole order.
+        """
+        held = sorted(thread.held, key=lambda w: w.path)
+        thread.held = []
+        thread.held_step = None
+        base = next((w.base for w in held if w.base is not None), None)
+        try:
+            edits, final = settle_step(
+                None if base is None else state_ids(base), list(thread.order), thread.fresh, held
+            )
+        except Exception as e:  # a malformed write must never break the run
+            _log.warning("journal_edit_unreadable", count=len(held), error_type=type(e).__name__)
+            return
+        for index, edit in enumerate(edits):
+            self._journal_edit(thread, edit, final if index == len(edits) - 1 else None)
+
+    def _journal_edit(
+        self, thread: ThreadState, edit: AppliedEdit, final: list[str] | None
+    ) -> None:
+        """Journal one applied edit: its marker (or removal), then the messages it added.
+
+        ``final``: the state's ids once the whole step is applied (for the step's last edit).
+        """
+        node, outcome = edit.node, edit.outcome
+        summary = next(
+            (m for m in outcome.messages if is_summary(m) and m.id not in thread.seen), None
+        )
+        shown = [m for m in outcome.messages if not is_summary(m)]
+        rewrite = outcome.order if outcome.rewrite else None
+        rebuilt = replay_order(list(thread.order), outcome.removed, rewrite)
+        rebuilt.extend(str(m.id) for m in shown if m.id not in rebuilt)
+        target = outcome.order if final is None else final
+        reorder = rebuilt != target
+        removal = outcome.removed if not node.summarized else []  # its own event marked it
+        if summary is not None and not node.summarized:
+            payload = inferred_summary(edit.before, outcome, summary)
+            payload["state_message_ids"] = list(target)
+            metadata = {**node.attribution(), "inferred": True}
+            self._emit(node.run, "middleware", SUMMARIZE_EVENT, payload, metadata)
+        elif removal or reorder:
+            content: dict[str, Any] = {"removed_message_ids": removal}
+            if outcome.rewrite or reorder:
+                content = {"all": True, **content, "state_message_ids": list(target)}
+            self._emit(node.run, "message", REMOVE_EVENT, content, node.attribution())
+        for message in outcome.messages:
+            if is_summary(message):  # the summary lives in the marker, not as a human message
+                thread.seen.add(str(message.id))
+                thread.last[str(message.id)] = message
+            else:
+                self._emit_message(node, message, str(node.caller or "agent"), replace=True)
+        thread.order = dict.fromkeys(target)
 
     def _forget(self, run_id: UUID) -> None:
         """Remember ``run_id`` as a finished run's (bounded): chains under it are ignored."""
@@ -188,26 +256,52 @@ class JournalCore(GraphCallbackHandler):
             if run is not None:
                 run.dropped += count
 
-    def _emit_message(self, node: Node, message: BaseMessage, caller: str) -> None:
+    def _emit_message(
+        self, node: Node, message: BaseMessage, caller: str, *, replace: bool = False
+    ) -> None:
+        """Journal ``message`` as it enters the thread's state.
+
+        An id already journaled is skipped, unless ``replace`` (a node wrote it again): then it
+        is journaled as a ``replacement`` when its content changed (the writer compares
+        digests), and always when the message had left the state (it is added back).
+        """
         event_type = message_event_type(message)
-        if event_type is None or message.id is None:
+        mid = message.id
+        if event_type is None or mid is None:
             return
         run = node.run
-        seen = self._threads.get(run.thread_id).seen
-        if message.id in seen:
-            return
-        seen.add(message.id)
-        run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
+        thread = self._threads.get(run.thread_id)
         metadata: dict[str, Any] = {
             "caller": caller,
             "langgraph_step": node.step,
             "langgraph_node": node.node,
-            "message_id": message.id,
+            "message_id": mid,
         }
+        in_state = mid in thread.order
+        if mid in thread.seen:
+            if not replace or (in_state and thread.last.get(mid) is message):
+                return
+            if in_state:
+                metadata["replacement"] = True
+        else:
+            thread.seen.add(mid)
+            run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
+        thread.last[mid] = message
+        thread.order[mid] = None
+        thread.fresh.append((mid, node.path))
         tool_call_id = getattr(message, "tool_call_id", None)
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id
-        self._emit(run, "message", event_type, message, metadata)
+        content = Lazy(self._message_content, (run.thread_id, message, in_state))
+        self._emit(run, "message", event_type, content, metadata)
+
+    def _message_content(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
+        """Writer thread: the stored message and its digest; ``SKIP`` if it did not change."""
+        result = self._contexts.message_event(thread_id, message, replacement)
+        if result is None:
+            return SKIP
+        content, digest = result
+        return Extra(content, {"digest": digest})
 
     def _child(
         self,

@@ -57,7 +57,7 @@ class KnownInputs:
         """``events`` without the ``message.human`` events whose message is already stored."""
         out: list[dict[str, Any]] = []
         for event in events:
-            if event["event_type"] == "message.human":
+            if event["event_type"] == "message.human" and not event["metadata"].get("replacement"):
                 known = self._known(event["thread_id"])
                 message_id = message_id_of(event["content"])
                 if known is not None and message_id is not None:

@@ -12,12 +12,14 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from journal._capture import add_usage
+from journal._edits import HeldWrite
 
 __all__ = ["Node", "RunState", "SpinLock", "ThreadState", "ThreadStates", "ToolOrder", "caller_for"]
 
@@ -91,6 +93,9 @@ class Node:
     started: float = field(default_factory=time.perf_counter)
     model: str | None = None
     tool_call_id: str | None = None
+    path: str = ""  # LangGraph's task path (a superstep applies writes in path order)
+    base: Sequence[Any] | None = None  # the ``messages`` a node of the root graph read
+    summarized: bool = False  # it dispatched a ``summarization`` event
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""
@@ -172,10 +177,23 @@ class ToolOrder:
 
 @dataclass(slots=True)
 class ThreadState:
-    """What the journal remembers of one conversation in this process."""
+    """What the journal remembers of one conversation in this process.
+
+    ``order`` is the state's message ids as the journal has recorded them (what replay's state
+    view rebuilds); ``last`` the latest journaled object of each id (a node that returns the
+    same object again changed nothing); ``fresh`` the ``(id, task path)`` of the messages
+    journaled since the current superstep started; ``held`` the edits of the current
+    superstep, waiting to be applied.
+    """
 
     seen: set[str] = field(default_factory=set)
     tools: ToolOrder = field(default_factory=ToolOrder)
+    order: dict[str, None] = field(default_factory=dict)
+    last: dict[str, BaseMessage] = field(default_factory=dict)
+    fresh: list[tuple[str, str]] = field(default_factory=list)
+    step: int | None = None
+    held: list[HeldWrite] = field(default_factory=list)
+    held_step: int | None = None
 
 
 class ThreadStates:

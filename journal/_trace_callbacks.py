@@ -9,7 +9,8 @@ from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
 from journal._journal_core import JournalCore, event_tag
-from journal._writer import Lazy
+from journal._writer import Extra, Lazy
+from journal.digests import CONTEXT_KEY
 
 __all__ = ["TraceCallbacks"]
 
@@ -84,8 +85,13 @@ class TraceCallbacks(JournalCore):
                 "lc_source": md.get("lc_source"),
                 "tags": list(tags or ()),
             }
-            content = Lazy(cap.prompt_tail, (list(prompt), _PROMPT_BUDGET))
+            content = Lazy(self._llm_start_content, (node.run.thread_id, list(prompt)))
             self._emit(node.run, "trace", "llm.start", content, event_md)
+
+    def _llm_start_content(self, thread_id: str, prompt: list[BaseMessage]) -> Extra:
+        """Writer thread: the prompt excerpt, and the exact record of the call's input."""
+        record = self._contexts.call_record(thread_id, prompt)
+        return Extra(cap.prompt_tail(prompt, _PROMPT_BUDGET), {CONTEXT_KEY: record})
 
     def on_llm_end(
         self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -246,4 +252,6 @@ class TraceCallbacks(JournalCore):
             self._emit(run, "trace", f"custom:{event_tag(str(name))}", data, event_md)
             # a subagent's compaction changes its own state, not the thread's: a trace only
             if name == "summarization" and (node is None or node.top):
+                if node is not None:
+                    node.summarized = True  # its rewrite is this marker, not another
                 self._emit(run, "middleware", "middleware:summarize", data, attribution)

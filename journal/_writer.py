@@ -34,7 +34,7 @@ from journal._known_inputs import KnownInputs
 from journal.spool import Spool
 from journal.store import RunEventStore
 
-__all__ = ["Lazy", "Pending", "Writer"]
+__all__ = ["SKIP", "Extra", "Lazy", "Pending", "Writer"]
 
 _log = structlog.get_logger(__name__)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -53,10 +53,25 @@ class Pending(NamedTuple):
 
 
 class Lazy(NamedTuple):
-    """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap)."""
+    """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap).
+
+    ``func`` returns the content, an :class:`Extra` (content plus metadata entries), or
+    :data:`SKIP` (nothing to write: not an event, and not a drop).
+    """
 
     func: Callable[..., Any]
     args: tuple[Any, ...]
+
+
+class Extra(NamedTuple):
+    """What a :class:`Lazy` returns to add metadata entries computed by the writer."""
+
+    content: Any
+    metadata: dict[str, Any]
+
+
+#: What a :class:`Lazy` returns when, on reflection, there is nothing to write.
+SKIP: Final = object()
 
 
 class _Control:
@@ -245,6 +260,7 @@ class Writer:
         events: list[dict[str, Any]] = []
         for p in batch:
             content = p.content
+            metadata = p.metadata
             if type(content) is Lazy:
                 try:
                     content = content.func(*content.args)
@@ -252,6 +268,11 @@ class Writer:
                     _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
                     self._dropped(p.run_id, 1)
                     continue
+                if content is SKIP:
+                    continue
+                if type(content) is Extra:
+                    metadata = {**metadata, **content.metadata}
+                    content = content.content
             events.append(
                 {
                     "event_id": str(uuid.uuid4()),
@@ -260,7 +281,7 @@ class Writer:
                     "category": p.category,
                     "event_type": p.event_type,
                     "content": content,
-                    "metadata": p.metadata,
+                    "metadata": metadata,
                     "created_at": _EPOCH + timedelta(microseconds=p.created_us),
                 }
             )

@@ -100,9 +100,10 @@ from uuid import UUID
 import structlog
 from langchain_core.messages import BaseMessage
 from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from journal import _capture as cap
+from journal._edits import HeldWrite
 from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
 from journal._run_state import Node, RunState
 from journal._trace_callbacks import TraceCallbacks
@@ -199,12 +200,27 @@ class RunJournal(TraceCallbacks):
                 return
             node = self._child(run_id, parent_run_id, name, metadata)
             if node is not None and node.top:
-                tools = self._threads.get(node.run.thread_id).tools
-                # a later superstep: every call of the earlier step is over
-                later = node.step is not None and tools.step is not None and node.step > tools.step
-                if tools.pending and later:
-                    for message in tools.release_all():
-                        self._emit_message(node, message, "agent")
+                self._top_node_start(node, inputs, metadata or {})
+
+    def _top_node_start(self, node: Node, inputs: Any, metadata: dict[str, Any]) -> None:
+        """A node of the root graph starts: the steps before it are applied."""
+        thread = self._threads.get(node.run.thread_id)
+        if node.step is not None and thread.step != node.step:
+            # a later superstep: LangGraph applied the earlier one's writes
+            if thread.held and (thread.held_step is None or node.step > thread.held_step):
+                self._apply_held(thread)
+            thread.step = node.step
+            thread.fresh = []
+        tools = thread.tools
+        # a later superstep: every call of the earlier step is over
+        later = node.step is not None and tools.step is not None and node.step > tools.step
+        if tools.pending and later:
+            for message in tools.release_all():
+                self._emit_message(node, message, "agent")
+        node.path = str(metadata.get("langgraph_path") or "")
+        if isinstance(inputs, dict):
+            base = inputs.get("messages")
+            node.base = base if isinstance(base, list) else None
 
     def _start_root(self, run_id: UUID, name: str, inputs: Any, metadata: dict[str, Any]) -> None:
         thread = metadata.get("thread_id")
@@ -221,12 +237,16 @@ class RunJournal(TraceCallbacks):
         self._emit(run, "lifecycle", "run.start", content, {"thread_id_source": source})
         user = Node(run=run, name=name, caller="user", node=None, step=None)
         command = not isinstance(inputs, dict)  # a Command's update adds every message it has
+        thread = self._threads.get(run.thread_id)
         for message in cap.assign_input_ids(inputs):
             # a resent history's answers and summaries were journaled when they were produced
             if (command or message.type == "human") and not cap.is_summary(message):
                 self._emit_message(user, message, "user")
             else:
-                self._threads.get(run.thread_id).seen.add(str(message.id))
+                mid = str(message.id)
+                thread.seen.add(mid)
+                thread.order[mid] = None
+                thread.last[mid] = message
 
     def on_chain_end(
         self,
@@ -245,10 +265,17 @@ class RunJournal(TraceCallbacks):
             node = self._nodes.pop(run_id, None)
             if node is None or not node.top:
                 return
-            if node.caller == "agent":
+            if cap.removes_messages(outputs):
+                # an edit: journaled once LangGraph has applied the superstep (it may fail)
+                thread = self._threads.get(node.run.thread_id)
+                held = HeldWrite(node, node.path, cap.output_writes(outputs), node.base)
+                thread.held.append(held)
+                thread.held_step = node.step
+            elif node.caller == "agent":
                 self._node_messages(node, outputs)
-            elif not cap.removes_messages(outputs):  # a rewrite is the middleware event's job
+            else:
                 self._middleware_messages(node, outputs)
+            node.base = None  # the state it read is not ours to keep
 
     def _node_messages(self, node: Node, outputs: Any) -> None:
         """Journal an agent node's new messages; tool results wait for earlier calls."""
@@ -285,7 +312,7 @@ class RunJournal(TraceCallbacks):
     def _emit_ai_or_tool(self, node: Node, message: BaseMessage, caller: str = "agent") -> None:
         """Journal ``message``; a new AI message's tool calls set the order of their results."""
         is_new = message.id not in self._threads.get(node.run.thread_id).seen
-        self._emit_message(node, message, caller)
+        self._emit_message(node, message, caller, replace=True)
         calls = getattr(message, "tool_calls", None)
         if message.type == "ai" and calls and is_new:
             tools = self._threads.get(node.run.thread_id).tools
@@ -317,20 +344,35 @@ class RunJournal(TraceCallbacks):
                 return
             if isinstance(error, _CANCEL_ERRORS):
                 content = {**run.summary("cancelled"), "reason": type(error).__name__}
-                self._finish_root(run_id, run, "run.cancel", content)
+                self._finish_root(run_id, run, "run.cancel", content, applied=False)
             elif type(error).__name__ in {"GraphInterrupt", "NodeInterrupt"}:
                 self._finish_root(run_id, run, "run.interrupt", self._interrupt_content(run, ()))
             else:
                 content = {**run.summary("error"), **cap.error_summary(error)}
-                self._finish_root(run_id, run, "run.error", content)
+                # out of steps: raised after the last superstep was applied
+                applied = isinstance(error, GraphRecursionError)
+                self._finish_root(run_id, run, "run.error", content, applied=applied)
 
     def _finish_root(
-        self, run_id: UUID, run: RunState, event_type: str, content: dict[str, Any]
+        self,
+        run_id: UUID,
+        run: RunState,
+        event_type: str,
+        content: dict[str, Any],
+        applied: bool = True,
     ) -> None:
+        """End a root run; ``applied``: LangGraph applied its last superstep's writes."""
         del self._roots[run_id]
         self._runs_by_id.pop(run.run_id, None)
         paused = run.interrupted or event_type == "run.interrupt"
-        tools = self._threads.get(run.thread_id).tools
+        thread = self._threads.get(run.thread_id)
+        if thread.held and not paused:  # a paused step is applied when the run resumes
+            if applied:
+                self._apply_held(thread)
+            else:
+                _log.warning("journal_edits_not_applied", run_id=run.run_id, count=len(thread.held))
+                thread.held = []
+        tools = thread.tools
         holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
         if paused:  # its calls are answered when it resumes: keep their order (or see close)
             tools.paused = holder

@@ -180,7 +180,7 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     stored: dict[str, dict[str, str]] = {}  # thread -> message id -> event id
     out: list[NewEvent] = []
     for event in events:
-        if event.event_type == "message.human":
+        if event.event_type == "message.human" and not event.metadata.get("replacement"):
             if event.thread_id not in stored:
                 held = store.read(event.thread_id, event_type="message.human")
                 stored[event.thread_id] = {

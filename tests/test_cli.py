@@ -64,7 +64,7 @@ def test_demo_database_has_markers_and_replays_every_model_call_exactly(
     """The CLI demo's store: >= 3 runs, >= 2 markers (each condensed something), exact replay.
 
     For every agent model call, `replay --upto-seq <its llm.start> --view model` gives the
-    messages whose ids the journal recorded as sent to the model (the system prompt aside).
+    messages whose ids the journal recorded as sent to the model, and `verify` agrees.
     """
     url, _ = demo_store
     stored = _read_all(url, THREAD)
@@ -78,11 +78,14 @@ def test_demo_database_has_markers_and_replays_every_model_call_exactly(
     ]
     assert len(starts) >= 3
     for start in starts:
-        sent = [i for i in start["metadata"]["message_ids"] if i is not None]
+        sent = start["metadata"]["message_ids"]
         replayed = invoke_json(
             "replay", THREAD, "--store", url, "--upto-seq", str(start["seq"]), "--view", "model"
         )
         assert [m["data"]["id"] for m in replayed] == sent, start["seq"]
+        assert replayed[0]["type"] == "system"
+    report = invoke_json("verify", THREAD, "--store", url)
+    assert report["ok"] and report["exact"] == report["calls"] == len(starts)
 
 
 def test_demo_hints_name_the_program_as_started_when_path_does_not_find_it(
@@ -185,17 +188,19 @@ def test_runs_json_lists_each_run_in_order(demo_store: tuple[str, str]) -> None:
 
 
 def test_replay_views_and_upto_seq(demo_store: tuple[str, str]) -> None:
-    """`replay` gives every message (full) or the compacted context (model), up to a seq."""
+    """`replay` gives every message (full), the compacted state, or the last model input."""
     url, _ = demo_store
     full = cli_json("replay", THREAD, "--store", url, "--view", "full")
+    state = invoke_json("replay", THREAD, "--store", url, "--view", "state")
     model = invoke_json("replay", THREAD, "--store", url, "--view", "model")
     messages = [e for e in _read_all(url, THREAD) if e["category"] == "message"]
     assert len(full) == len(messages)
-    assert model[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
-    assert len(model) < len(full)
+    assert state[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
+    assert len(state) < len(full)
+    assert model[0]["type"] == "system" and model[1]["data"]["id"] == state[0]["data"]["id"]
     early = invoke_json("replay", THREAD, "--store", url, "--upto-seq", str(messages[1]["seq"]))
     assert [m["data"]["id"] for m in early] == [m["content"]["data"]["id"] for m in messages[:2]]
-    shown = invoke_cli("replay", THREAD, "--store", url, "--view", "model")
+    shown = invoke_cli("replay", THREAD, "--store", url, "--view", "state")
     assert shown.returncode == 0 and "summary of earlier messages" in shown.stdout
 
 

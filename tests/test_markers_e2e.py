@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from history import build_timeline, replay, restore_thread
+from history import build_timeline, replay, restore_thread, verify
 from journal import MemoryEventStore, RunEvent, RunEventStore, RunJournal, SqliteEventStore
 from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call
@@ -42,6 +42,20 @@ RUNS: list[tuple[str, list[AIMessage]]] = [
         ],
     ),
 ]
+
+class RenamedSummaries(SummarizationMiddleware[Any, Any]):
+    """A user's own subclass of the stock middleware (as agents with their own prompts have)."""
+
+    def __init__(self, model: Any, **kw: Any) -> None:
+        super().__init__(model, summary_prompt="Condense: {messages}", **kw)
+
+
+#: What manages the context: our middleware, LangChain's stock one, a subclass of the stock one.
+KINDS: dict[str, type[SummarizationMiddleware[Any, Any]]] = {
+    "tracked": TrackingSummarizationMiddleware,
+    "stock": SummarizationMiddleware,
+    "subclass": RenamedSummaries,
+}
 
 TRIGGERS: dict[str, dict[str, Any]] = {
     "messages": {"trigger": ("messages", 6), "keep": ("messages", 3)},
@@ -116,7 +130,10 @@ def make(tmp_path: Path) -> Iterator[Make]:
     """Build scenarios on a memory or SQLite store; close journals, then stores, afterwards."""
     made: list[Scenario] = []
 
-    def factory(backend: str = "memory", trigger: str = "messages", **kw: Any) -> Scenario:
+    def factory(
+        backend: str = "memory", trigger: str = "messages", kind: str = "tracked", **kw: Any
+    ) -> Scenario:
+        kw.setdefault("middleware_cls", KINDS[kind])
         path = tmp_path / str(len(made))
         path.mkdir()
         store: RunEventStore = (
@@ -175,12 +192,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize(("mode", "trigger", "backend"), CASES)
 async def test_one_marker_per_compaction_obeying_invariant_5(
-    make: Make, mode: str, trigger: str, backend: str
+    make: Make, mode: str, trigger: str, backend: str, kind: str
 ) -> None:
-    """Each compaction of the checkpoint state gives one marker, exact and correctly ordered."""
-    s = await play(make(backend, trigger), mode)
+    """Each compaction of the checkpoint state gives one marker, exact and correctly ordered,
+    whether the tracking middleware reports it or the journal infers it from the rewrite."""
+    s = await play(make(backend, trigger, kind), mode)
     seen = compactions(s.snapshots)
     markers = s.events("middleware:summarize")
     assert len(seen) >= 3
@@ -193,8 +212,16 @@ async def test_one_marker_per_compaction_obeying_invariant_5(
         assert payload["replaced_count"] == len(gone)
         assert payload["replaced_message_ids"] == gone
         assert payload["summary_message"]["data"]["id"] == summary.id
-        assert payload["trigger"] == dict([TRIGGERS[trigger]["trigger"]])
+        assert payload["summary_message"]["data"]["content"] == summary.content
+        assert payload["kept_count"] == len(payload["kept_message_ids"])
+        if kind == "tracked":
+            assert payload["trigger"] == dict([TRIGGERS[trigger]["trigger"]])
+            assert "inferred" not in marker.metadata
+        else:
+            assert payload["trigger"] is None and marker.metadata["inferred"] is True
+            assert marker.metadata["langgraph_node"].endswith(".before_model")
         assert all(seq_of[i] < marker.seq for i in gone if i in seq_of)
+    assert s.events("message.remove") == []  # a summarization is its marker alone
     # invariant 5: a marker sits after every message produced before its compaction (replaced
     # ones included) and before every message produced after it
     first_seen = first_appearance(s.snapshots)
@@ -211,21 +238,25 @@ async def test_one_marker_per_compaction_obeying_invariant_5(
         assert set(marker.content["replaced_message_ids"]) <= set(seq_of) | summaries
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize(("mode", "trigger", "backend"), CASES)
 async def test_replay_is_exact_for_every_model_call(
-    make: Make, mode: str, trigger: str, backend: str
+    make: Make, mode: str, trigger: str, backend: str, kind: str
 ) -> None:
     """For every agent llm.start, the model view equals what the fake model received."""
-    s = await play(make(backend, trigger), mode)
+    s = await play(make(backend, trigger, kind), mode)
     starts = s.agent_model_starts()
     assert len(starts) == len(s.model.calls) == sum(len(r) for _, r in RUNS)
     for start, received in zip(starts, s.model.calls, strict=True):
         view = replay(s.store, s.thread, upto_seq=start.seq, view="model")
-        assert shape(view) == shape(received[1:])  # the system prompt is not state
-        assert [m.id for m in view] == start.metadata["message_ids"][1:]
+        assert view == received  # system prompt first, exactly as sent
+        assert [m.id for m in view] == start.metadata["message_ids"]
+        state = replay(s.store, s.thread, upto_seq=start.seq, view="state")
+        assert shape(state) == shape(received[1:])  # the system prompt is not state
     full = replay(s.store, s.thread, view="full")
     assert shape(full) == shape(every_message_produced(s.snapshots))
-    assert replay(s.store, s.thread, view="model") == s.snapshots[-1]
+    assert replay(s.store, s.thread, view="state") == s.snapshots[-1]
+    assert verify(s.store, s.thread)["exact"] == len(starts)
 
 
 async def test_compaction_on_the_first_model_call_of_a_run(make: Make) -> None:
@@ -282,25 +313,32 @@ async def test_timeline_shows_every_message_and_each_marker(make: Make) -> None:
         assert marker["summary"].startswith("Here is a summary")
 
 
-async def test_upstream_middleware_gives_no_marker_tracked_one_does(make: Make) -> None:
-    """Same runs: upstream SummarizationMiddleware journals no marker, the tracked one does."""
-    upstream = make(middleware_cls=SummarizationMiddleware)
-    tracked = make()
-    await play(upstream, "sync")
-    await play(tracked, "sync")
-    assert compactions(upstream.snapshots)  # it did compact ...
-    assert upstream.events("middleware:summarize") == []  # ... invisibly
-    assert len(tracked.events("middleware:summarize")) == len(compactions(tracked.snapshots))
-    assert shape(upstream.snapshots[-1]) == shape(tracked.snapshots[-1])
-    timeline = build_timeline(upstream.store, upstream.thread, limit=200)["items"]
-    assert all(i["type"] != "summary_marker" for i in timeline)
+async def test_stock_middleware_gives_the_markers_the_tracked_one_does(make: Make) -> None:
+    """Same runs: the stock middleware's compactions are inferred, marker for marker."""
+    stock = await play(make(kind="stock"), "sync")
+    tracked = await play(make(kind="tracked"), "sync")
+    assert shape(stock.snapshots[-1]) == shape(tracked.snapshots[-1])
+
+    def markers(s: Scenario) -> list[tuple[int, int, str]]:
+        return [
+            (i["replaced_count"], len(i["replaced_message_ids"]), i["summary"])
+            for i in build_timeline(s.store, s.thread, limit=200)["items"]
+            if i["type"] == "summary_marker"
+        ]
+
+    assert markers(stock) == markers(tracked) != []
+    stock_items = build_timeline(stock.store, stock.thread, limit=200)["items"]
+    assert all(i["inferred"] for i in stock_items if i["type"] == "summary_marker")
+    # the summary is the marker's, never a human item as if the user had said it
+    humans = [i["content"] for i in stock_items if i["type"] == "human"]
+    assert humans == [text for text, _ in RUNS]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_restore_thread_after_the_checkpointer_is_lost(make: Make, mode: str) -> None:
     """With a new empty checkpointer, restore_thread lets the next run see the replayed context."""
     s = await play(make("sqlite"), mode)
-    expected = replay(s.store, s.thread, view="model")
+    expected = replay(s.store, s.thread, view="state")
     assert expected == s.snapshots[-1]
     s.model = ScriptedChatModel([ai("welcome back")])
     s.agent = create_agent(

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 import journal.encoding
+import journal.messages
 from journal import MemoryEventStore, RunJournal
 from tests.fakes import ScriptedChatModel, ai, call, event_types
 
@@ -31,16 +32,21 @@ def long_agent(rounds: int) -> Any:
 def test_messages_are_serialised_once_not_per_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each message is encoded once in total; node inputs (the whole state) never are."""
+    """Each message is encoded once in total (its event and every call's record share it);
+    node inputs (the whole state) never are."""
     dumped: list[str] = []
-    original = journal.encoding._dump_object
+    originals = (journal.encoding._dump_object, journal.messages.message_to_dict)
 
-    def counting(value: Any) -> Any:
-        if hasattr(value, "type") and hasattr(value, "content"):
-            dumped.append(str(getattr(value, "id", None)))
-        return original(value)
+    def counting(original: Any) -> Any:
+        def count(value: Any) -> Any:
+            if hasattr(value, "type") and hasattr(value, "content"):
+                dumped.append(str(getattr(value, "id", None)))
+            return original(value)
 
-    monkeypatch.setattr(journal.encoding, "_dump_object", counting)
+        return count
+
+    monkeypatch.setattr(journal.encoding, "_dump_object", counting(originals[0]))
+    monkeypatch.setattr(journal.messages, "message_to_dict", counting(originals[1]))
     store = MemoryEventStore()
     with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as j:
         long_agent(30).invoke(

@@ -191,4 +191,4 @@ def test_resent_summary_message_is_not_a_human_input(tmp_path: Path) -> None:
     assert all(e.metadata["caller"] == "user" for e in stored)
     humans = [e.content["data"]["content"] for e in stored]
     assert humans == [f"q{i}{x}" for i in range(4) for x in "ab"]
-    assert [m.id for m in replay(store, "t1", view="model")] == [m.id for m in history]
+    assert [m.id for m in replay(store, "t1", view="state")] == [m.id for m in history]

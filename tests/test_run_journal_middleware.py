@@ -199,4 +199,4 @@ def test_subagent_summarization_is_trace_only(journal: RunJournal, store: Memory
     assert event_types(stored).count("custom:summarization") >= 1
     assert "middleware:summarize" not in event_types(stored)
     state = agent.get_state(cfg).values["messages"]
-    assert replay(store, "t1", view="model") == state
+    assert replay(store, "t1", view="state") == state

@@ -209,25 +209,36 @@
     return row;
   }
 
-  function renderMarker(item) {
+  // A marker: a card titled "N messages <verb>" that expands to its text.
+  function markerCard(className, count, verb, first, last, text) {
     const row = el("li", "item marker");
-    const card = el("details", "condensed");
+    const card = el("details", className);
     const summary = el("summary");
-    const count = item.replaced_count;
     summary.append(el("span", "condensed-title",
-      count + (count === 1 ? " message condensed" : " messages condensed")));
-    if (item.first_replaced_seq !== null && item.first_replaced_seq !== undefined) {
-      summary.append(el("span", "condensed-range",
-        "seq " + item.first_replaced_seq + "–" + item.last_replaced_seq));
+      count + (count === 1 ? " message " : " messages ") + verb));
+    if (first !== null && first !== undefined) {
+      summary.append(el("span", "condensed-range", "seq " + first + "–" + last));
     }
-    card.append(summary, el("div", "summary-text", item.summary || "(no summary text)"));
+    card.append(summary, el("div", "summary-text", text));
     row.append(card);
     return row;
+  }
+
+  function renderMarker(item) {
+    return markerCard("condensed", item.replaced_count, "condensed", item.first_replaced_seq,
+      item.last_replaced_seq, item.summary || "(no summary text)");
+  }
+
+  function renderRemoval(item) {
+    const ids = (item.removed_message_ids || []).join(", ");
+    return markerCard("condensed removed", item.removed_count, "removed",
+      item.first_removed_seq, item.last_removed_seq, ids ? "Removed: " + ids : "(no ids)");
   }
 
   function renderItem(item) {
     let node;
     if (item.type === "summary_marker") node = renderMarker(item);
+    else if (item.type === "removal_marker") node = renderRemoval(item);
     else if (item.type === "tool") node = renderTool(item);
     else node = renderMessage(item);
     node.dataset.seq = String(item.seq);

@@ -1,0 +1,204 @@
+"""A thread's ``messages`` state, rebuilt event by event, and each model call's input resolved.
+
+:class:`StateWalk` is fed a thread's events in seq order (``message.*``, ``message.remove``,
+``middleware:summarize`` and ``llm.start``) and keeps what replay and verify need: the state's
+messages (stored contents, with their digests), and every message a call record inlined. The
+rules, written once for :mod:`history.replay` and :mod:`history.verify`:
+
+* ``message.*``: the message enters the state; an id the state holds is replaced in place
+  (``add_messages``).
+* ``message.remove``: its ``removed_message_ids`` leave the state; with ``state_message_ids``
+  (a rewrite) the state becomes exactly that list, in that order — ids not journaled yet are
+  filled by the ``message.*`` events that follow.
+* ``middleware:summarize``: the state becomes ``state_message_ids`` (inferred markers) or
+  ``[summary_message, *kept_message_ids]`` (the tracking middleware's layout).
+* ``llm.start``: its record (``metadata.context``, see :mod:`journal.digests`) lists every input
+  message by id and digest. An entry resolves to the state's message with that id when its
+  digest matches, else to a copy inlined by this or an earlier call of the thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from history._catalog import MESSAGE_TYPES, MODEL_CALL, REMOVE, SUMMARIZE, message_id
+from journal.digests import CONTEXT_KEY, content_digest
+from journal.events import RunEvent
+
+__all__ = ["Problem", "StateWalk", "call_record"]
+
+_PENDING: Final = None  # an id a rewrite placed whose message event follows
+
+
+@dataclass(slots=True)
+class _Entry:
+    content: Any
+    digest: str | None  # as recorded; computed on first use when the event has none
+    truncated: bool = False
+    computed: bool = False
+
+    def digest_of(self, recompute: bool) -> str:
+        """The digest (``recompute``: of the stored content, once, whatever was recorded)."""
+        if self.digest is None or (recompute and not self.computed):
+            self.digest = content_digest(self.content)
+            self.computed = True
+        return self.digest
+
+
+@dataclass(slots=True)
+class Problem:
+    """An input message of a call that the journal cannot rebuild exactly."""
+
+    index: int
+    message_id: str | None
+    digest: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "index": self.index,
+            "message_id": self.message_id,
+            "digest": self.digest,
+            "reason": self.reason,
+        }
+
+
+def call_record(event: RunEvent) -> dict[str, Any] | None:
+    """The context record of an ``llm.start``, or ``None`` (journaled before records existed,
+    or malformed)."""
+    record = event.metadata.get(CONTEXT_KEY)
+    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+        return None
+    return record
+
+
+def _ids(payload: dict[str, Any], key: str) -> list[str] | None:
+    value = payload.get(key)
+    if not isinstance(value, list):
+        return None
+    return [v for v in value if isinstance(v, str)]
+
+
+@dataclass
+class StateWalk:
+    """The state of one thread as its events are fed in seq order (see the module doc)."""
+
+    thread_id: str
+    verify: bool = False  # recompute every digest from the stored content
+    entries: dict[str, _Entry | None] = field(default_factory=dict)
+    inline: dict[str, Any] = field(default_factory=dict)
+    checked: set[str] = field(default_factory=set)  # inline digests recomputed and matching
+    missing: int = 0  # ids the state should hold but whose message was never journaled
+    kept_missing: int = 0  # ids a tracked summary kept that the replayed state did not hold
+
+    def feed(self, events: Iterable[RunEvent]) -> None:
+        """Apply ``events`` (ascending seq) to the state."""
+        for event in events:
+            kind = event.event_type
+            if kind in MESSAGE_TYPES:
+                self._add(event)
+            elif kind == REMOVE:
+                self._remove(event)
+            elif kind == SUMMARIZE:
+                self._compact(event)
+            elif kind == MODEL_CALL:
+                record = call_record(event)
+                inline = record.get("inline") if record is not None else None
+                if isinstance(inline, dict):
+                    for digest, content in inline.items():
+                        self.inline.setdefault(digest, content)
+
+    def _add(self, event: RunEvent) -> None:
+        recorded = event.metadata.get("digest")
+        self.entries[message_id(event) or f"\0seq-{event.seq}"] = _Entry(
+            event.content,
+            recorded if isinstance(recorded, str) else None,
+            bool(event.metadata.get("truncated")),
+        )
+
+    def _reorder(self, order: list[str], injected: dict[str, _Entry]) -> None:
+        entries: dict[str, _Entry | None] = {}
+        for mid in order:
+            entries[mid] = injected.get(mid) or self.entries.get(mid, _PENDING)
+        self.entries = entries
+
+    def _remove(self, event: RunEvent) -> None:
+        payload = event.content if isinstance(event.content, dict) else {}
+        order = _ids(payload, "state_message_ids")
+        if order is not None:
+            self._reorder(order, {})
+            return
+        for mid in _ids(payload, "removed_message_ids") or ():
+            self.entries.pop(mid, None)
+
+    def _compact(self, event: RunEvent) -> None:
+        payload = event.content if isinstance(event.content, dict) else {}
+        summary = payload.get("summary_message")
+        injected: dict[str, _Entry] = {}
+        sid = f"\0seq-{event.seq}"
+        if isinstance(summary, dict):
+            data = summary.get("data")
+            value = data.get("id") if isinstance(data, dict) else None
+            sid = value if isinstance(value, str) else sid
+            injected[sid] = _Entry(summary, None)
+        order = _ids(payload, "state_message_ids")
+        if order is None:  # the tracking middleware's layout: the summary, then what it kept
+            kept = _ids(payload, "kept_message_ids") or []
+            self.kept_missing += sum(1 for k in kept if k not in self.entries)
+            order = [*injected, *(k for k in kept if k in self.entries)]
+        self._reorder(order, injected)
+
+    def _inline_ok(self, digest: str, copy: Any) -> bool:
+        if digest not in self.checked and content_digest(copy) == digest:
+            self.checked.add(digest)
+        return digest in self.checked
+
+    def contents(self, state: dict[str, _Entry | None] | None = None) -> list[Any]:
+        """The stored messages of ``state`` (default: the current one), in order; ids still
+        waiting for their message are left out and counted in ``missing``."""
+        entries = self.entries if state is None else state
+        out = [entry.content for entry in entries.values() if entry is not None]
+        self.missing += len(entries) - len(out)
+        return out
+
+    def snapshot(self) -> dict[str, _Entry | None]:
+        """A copy of the current state (cheap: the entries are shared)."""
+        return dict(self.entries)
+
+    def resolve(
+        self, record: dict[str, Any], state: dict[str, _Entry | None] | None = None
+    ) -> tuple[list[Any], list[Problem]]:
+        """The input of a call from its record, against ``state`` (default: the current one)."""
+        entries = self.entries if state is None else state
+        inline = record.get("inline")
+        own = inline if isinstance(inline, dict) else {}
+        contents: list[Any] = []
+        problems: list[Problem] = []
+        for index, item in enumerate(record["messages"]):
+            mid = item.get("id") if isinstance(item, dict) else None
+            digest = item.get("digest") if isinstance(item, dict) else None
+            mid = mid if isinstance(mid, str) else None
+            if not isinstance(digest, str):
+                problems.append(Problem(index, mid, None, "no_digest"))
+                continue
+            entry = entries.get(mid) if mid is not None else None
+            if entry is not None and entry.digest_of(self.verify) == digest:
+                contents.append(entry.content)
+                continue
+            copy = own.get(digest, self.inline.get(digest))
+            if copy is not None and (not self.verify or self._inline_ok(digest, copy)):
+                contents.append(copy)
+                continue
+            if copy is not None:
+                reason = "inline_digest_mismatch"
+            elif entry is not None:
+                reason = "truncated" if entry.truncated else "content_differs"
+            elif mid is not None and mid in entries:
+                reason = "message_not_journaled"
+            else:
+                reason = "not_in_state"
+            problems.append(Problem(index, mid, digest, reason))
+        return contents, problems

@@ -1,0 +1,183 @@
+"""Edits of the ``messages`` state, replayed on message ids the way ``add_messages`` applies them.
+
+A node's write to ``messages`` that holds a ``RemoveMessage`` is an *edit*. LangGraph applies a
+superstep's writes only once every task of the step has finished, in task-path order, and a
+failing write (``RemoveMessage`` of an unknown id) or task applies nothing. So the journal holds
+an edit (:class:`HeldWrite`) until the next superstep starts or the root ends, then works out
+with :func:`apply_write` what it did to the state and journals that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from journal.messages import message_to_content
+
+if TYPE_CHECKING:
+    from journal._run_state import Node
+
+__all__ = [
+    "AppliedEdit",
+    "HeldWrite",
+    "Outcome",
+    "apply_write",
+    "inferred_summary",
+    "replay_order",
+    "settle_step",
+    "state_ids",
+]
+
+
+@dataclass(slots=True)
+class HeldWrite:
+    """A node's edits, waiting for LangGraph to apply its superstep."""
+
+    node: Node
+    path: str  # the task path: LangGraph applies a step's writes in this order
+    writes: list[list[BaseMessage]]  # each write to ``messages``, RemoveMessage included
+    base: Sequence[Any] | None  # the ``messages`` the node read (the state at its step)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one write did to the state."""
+
+    rewrite: bool  # RemoveMessage(REMOVE_ALL_MESSAGES): the list after it is the new state
+    removed: list[str]  # ids that were in the state before and are not after, in state order
+    order: list[str]  # the state's ids after the write
+    messages: list[BaseMessage]  # the write's messages now in the state (new or replacing)
+
+
+def state_ids(messages: Sequence[Any]) -> list[str]:
+    """The ids of a ``messages`` state value (items without a string id are skipped)."""
+    return [i for m in messages if isinstance(i := getattr(m, "id", None), str)]
+
+
+def _is_removal(message: BaseMessage) -> bool:
+    return message.type == "remove"
+
+
+def apply_write(state: Sequence[str], write: Sequence[BaseMessage]) -> Outcome:
+    """Apply one ``messages`` write to the state's ids, as ``add_messages`` does.
+
+    Only called for writes LangGraph applied, so a removal of an id this state does not hold
+    means the journal did not know the message (e.g. it predates the process): it counts as
+    removed rather than failing.
+    """
+    cut = None
+    for index, message in enumerate(write):
+        if _is_removal(message) and message.id == REMOVE_ALL_MESSAGES:
+            cut = index
+    if cut is not None:
+        kept = [m for m in write[cut + 1 :] if not _is_removal(m)]
+        order = [str(m.id) for m in kept]
+        after = set(order)
+        removed = [i for i in state if i not in after]
+        return Outcome(rewrite=True, removed=removed, order=order, messages=kept)
+    merged = list(state)
+    position = {mid: n for n, mid in enumerate(merged)}
+    to_remove: set[str] = set()
+    unknown: list[str] = []
+    written: dict[str, BaseMessage] = {}
+    for message in write:
+        mid = str(message.id)
+        if mid in position:
+            if _is_removal(message):
+                to_remove.add(mid)
+            else:
+                to_remove.discard(mid)
+                written[mid] = message
+        elif _is_removal(message):
+            unknown.append(mid)
+        else:
+            position[mid] = len(merged)
+            merged.append(mid)
+            written[mid] = message
+    before = set(state)
+    removed = [mid for mid in state if mid in to_remove]
+    removed.extend(mid for mid in dict.fromkeys(unknown) if mid not in before)
+    order = [mid for mid in merged if mid not in to_remove]
+    messages = [m for mid, m in written.items() if mid not in to_remove]
+    return Outcome(rewrite=False, removed=removed, order=order, messages=messages)
+
+
+@dataclass(slots=True)
+class AppliedEdit:
+    """One edit of a superstep, as LangGraph applied it."""
+
+    node: Node
+    before: list[str]  # the state's ids just before it
+    outcome: Outcome
+
+
+def settle_step(
+    state: Sequence[str] | None,
+    journaled: Sequence[str],
+    fresh: Sequence[tuple[str, str]],
+    held: Sequence[HeldWrite],
+) -> tuple[list[AppliedEdit], list[str]]:
+    """Apply a superstep's writes in task-path order: its edits and what the journal recorded.
+
+    ``state``: the ids the step's nodes read (``None`` if no node read ``messages``);
+    ``journaled``: the state as the journal recorded it (``fresh`` included); ``fresh``: the
+    ``(id, task path)`` of each message journaled during the step, as it was written (new
+    messages of nodes whose writes were not edits). Returns each edit with the state it met,
+    and the state's ids once the step is applied.
+    """
+    added = {mid for mid, _ in fresh}
+    current = list(state) if state is not None else [i for i in journaled if i not in added]
+    steps: list[tuple[str, int, Any]] = [(path, 0, mid) for mid, path in fresh]
+    steps.extend((write.path, 1, write) for write in held)
+    steps.sort(key=lambda s: (s[0], s[1]))  # stable: a path's own order is kept
+    edits: list[AppliedEdit] = []
+    for _, kind, item in steps:
+        if kind == 0:
+            if item not in current:
+                current.append(item)
+            continue
+        for write in item.writes:
+            outcome = apply_write(current, write)
+            edits.append(AppliedEdit(item.node, current, outcome))
+            current = outcome.order
+    return edits, current
+
+
+def replay_order(
+    order: Sequence[str], removed: Sequence[str], rewrite: Sequence[str] | None
+) -> list[str]:
+    """The state replay rebuilds from ``order`` after a removal event (``rewrite``: its
+    ``state_message_ids``)."""
+    if rewrite is not None:
+        return list(rewrite)
+    gone = set(removed)
+    return [mid for mid in order if mid not in gone]
+
+
+def inferred_summary(
+    before: Sequence[str], outcome: Outcome, summary: BaseMessage
+) -> dict[str, Any]:
+    """The ``middleware:summarize`` payload of an edit that injected ``summary``.
+
+    The fields of ``TrackingSummarizationMiddleware``'s payload; what only the middleware
+    knows (its trigger, its token counts) is ``None``. ``state_message_ids`` is the state's
+    order after the edit, so replay rebuilds it whatever the layout of the rewrite.
+    """
+    had = set(before)
+    kept = [mid for mid in outcome.order if mid in had]
+    return {
+        "summary": str(summary.text),
+        "summary_message": message_to_content(summary),
+        "replaced_count": len(outcome.removed),
+        "replaced_message_ids": list(outcome.removed),
+        "kept_count": len(kept),
+        "kept_message_ids": kept,
+        "trigger": None,
+        "tokens_before": None,
+        "tokens_after": None,
+        "state_message_ids": list(outcome.order),
+    }

@@ -1,0 +1,133 @@
+"""Message digests and the per-call context record of ``llm.start`` (what a model call received).
+
+The digest of a message is the BLAKE2b-128 hex digest of the canonical JSON encoding
+(:func:`journal.encoding.dumps`) of its stored form (:func:`journal.messages.message_to_content`):
+equal messages have equal digests whatever library produced the bytes, and a stored message's
+digest can be recomputed from what a store returns. Every ``message.*`` event carries the digest
+of its message in ``metadata.digest``.
+
+The context record (``llm.start`` ``metadata.context``) is
+``{"messages": [{"id", "digest"}, ...], "inline": {digest: stored message}}``: one entry per
+message the call received, in order (system message included), and inline only the messages
+whose digest the thread's journal does not hold yet (a request-only edit, a system prompt seen
+for the first time, or any message the journal never recorded). A digest inlined once is only
+referenced by later calls, so a thread stores each distinct message once, not once per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from journal.encoding import dumps_plain
+
+if TYPE_CHECKING:  # reading digests must not load LangChain
+    from langchain_core.messages import BaseMessage
+
+__all__ = ["CONTEXT_KEY", "ContextIndex", "content_digest", "message_digest"]
+
+#: The ``llm.start`` metadata key of the context record.
+CONTEXT_KEY: Final = "context"
+_THREADS: Final = 1024
+
+
+def content_digest(content: Any) -> str:
+    """The digest of a stored message (plain JSON data, as ``message_to_content`` gives it)."""
+    return hashlib.blake2b(dumps_plain(content).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def message_digest(message: BaseMessage) -> str:
+    """The digest of ``message`` (see the module docstring)."""
+    from journal.messages import message_to_content
+
+    return content_digest(message_to_content(message))
+
+
+class _Seen(NamedTuple):
+    message: BaseMessage
+    digest: str
+
+
+@dataclass(slots=True)
+class _ThreadIndex:
+    journaled: dict[str, _Seen] = field(default_factory=dict)  # latest message event per id
+    recent: dict[str, _Seen] = field(default_factory=dict)  # last copy a call received per id
+    digests: set[str] = field(default_factory=set)  # every digest the journal holds
+
+
+class ContextIndex:
+    """What the writer knows of each thread's journaled messages (writer thread only).
+
+    Digests are computed once per message object: a message a call receives unchanged (the
+    same object, or an equal copy, as middleware that deep-copies the request sends) reuses the
+    digest of the message event or of the copy an earlier call received. Bounded: the least
+    recently used threads are forgotten (their next call inlines what it cannot reference).
+    """
+
+    def __init__(self, capacity: int = _THREADS) -> None:
+        from journal.messages import message_to_content
+
+        self._to_content = message_to_content
+        self._capacity = capacity
+        self._threads: OrderedDict[str, _ThreadIndex] = OrderedDict()
+
+    def _thread(self, thread_id: str) -> _ThreadIndex:
+        index = self._threads.get(thread_id)
+        if index is None:
+            index = self._threads[thread_id] = _ThreadIndex()
+            if len(self._threads) > self._capacity:
+                self._threads.popitem(last=False)
+        else:
+            self._threads.move_to_end(thread_id)
+        return index
+
+    def message_event(
+        self, thread_id: str, message: BaseMessage, replacement: bool
+    ) -> tuple[dict[str, Any], str] | None:
+        """The stored form and digest of a ``message.*`` event's message.
+
+        ``replacement``: the id is already journaled; ``None`` when the message did not change
+        (nothing to journal).
+        """
+        index = self._thread(thread_id)
+        mid = str(message.id)
+        if replacement:
+            known = index.journaled.get(mid)
+            if known is not None and (known.message is message or known.message == message):
+                return None
+        content = self._to_content(message)
+        digest = content_digest(content)
+        if replacement:
+            known = index.journaled.get(mid)
+            if known is not None and known.digest == digest:
+                return None
+        index.journaled[mid] = _Seen(message, digest)
+        index.digests.add(digest)
+        return content, digest
+
+    def call_record(self, thread_id: str, messages: Sequence[BaseMessage]) -> dict[str, Any]:
+        """The context record of one model call that received ``messages``."""
+        index = self._thread(thread_id)
+        entries: list[dict[str, Any]] = []
+        inline: dict[str, Any] = {}
+        for message in messages:
+            mid = message.id
+            digest = None
+            if mid is not None:
+                for known in (index.journaled.get(mid), index.recent.get(mid)):
+                    if known is not None and (known.message is message or known.message == message):
+                        digest = known.digest
+                        break
+            if digest is None:
+                content = self._to_content(message)
+                digest = content_digest(content)
+                if digest not in index.digests:
+                    inline[digest] = content
+                    index.digests.add(digest)
+                if mid is not None:
+                    index.recent[mid] = _Seen(message, digest)
+            entries.append({"id": mid, "digest": digest})
+        return {"messages": entries, "inline": inline}
