@@ -143,7 +143,7 @@ def settle_step(
         for write in item.writes:
             outcome = apply_write(current, write)
             edits.append(AppliedEdit(item.node, current, outcome))
-            current = outcome.order
+            current = list(outcome.order)  # later messages of the step must not alias it
     return edits, current
 
 

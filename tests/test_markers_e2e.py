@@ -43,6 +43,7 @@ RUNS: list[tuple[str, list[AIMessage]]] = [
     ),
 ]
 
+
 class RenamedSummaries(SummarizationMiddleware[Any, Any]):
     """A user's own subclass of the stock middleware (as agents with their own prompts have)."""
 
