@@ -38,7 +38,8 @@ lifecycle
                      ``run.start``.
 
 message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
-the message has in the LangGraph state)
+the message has in the LangGraph state; metadata ``digest``: its digest, see
+:mod:`journal.digests`)
   ``message.human``  the run's new input messages, at run start; an id already journaled in
                      the thread is never recorded again (callers that resend the history;
                      after a restart the writer checks the store once per thread), nor is a
@@ -51,24 +52,38 @@ the message has in the LangGraph state)
                      of a returned ``Command``, error results as ``status: "error"``), in the
                      state's order: the results of parallel calls in the order of the calls.
                      Messages a middleware hook adds (e.g. the result of a call a human
-                     rejected) carry ``caller: "middleware:<Class>"``; a hook output that
-                     removes messages (a summarization) is the ``middleware:summarize``
-                     event's business, not messages. metadata adds ``message_id`` and, for
-                     tools, ``tool_call_id``. Messages of nested graphs (subagents) are not the
-                     thread's messages: they appear as traces only, unless the nested graph is
-                     a node whose output the parent state takes in.
+                     rejected) carry ``caller: "middleware:<Class>"``. metadata adds
+                     ``message_id`` and, for tools, ``tool_call_id``. Messages of nested
+                     graphs (subagents) are not the thread's messages: they appear as traces
+                     only, unless the nested graph is a node whose output the parent state
+                     takes in.
+                     A node that writes a message under an id the state holds replaces it:
+                     journaled again with metadata ``replacement: true`` when its content
+                     changed (a node that resends the same objects journals nothing).
                      A call whose tool interrupts keeps its place: later results wait for
                      the resumed run; if the journal closes first (a restart), they are
                      journaled at close, ahead of the resumed call's result.
-                     Known limit: a hook that rewrites an existing message in place (same id,
-                     e.g. a human-in-the-loop "edit") is not journaled as a new message.
+                     Known limit: a message mutated in place (same object, no write) is not
+                     seen.
+  ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
+                     summarization: content ``{"removed_message_ids"}`` for removals by id,
+                     ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
+                     rewrite (``RemoveMessage(REMOVE_ALL_MESSAGES)`` + a list: the state's
+                     order after it; its new messages follow as ``message.*`` events). Edits
+                     are journaled once LangGraph applied their superstep (when the next
+                     one starts or the root ends; a failed superstep's edits never are), in
+                     task-path order; when messages of other tasks of the step interleave,
+                     the step's last edit carries the whole order.
 
 trace
   ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
                      prompt messages, text within 4 KiB], "omitted_messages"}``; metadata
                      adds ``model``, ``parameters`` (scalar invocation parameters),
                      ``message_count``, ``message_ids`` (ids of every message sent, in
-                     order), ``llm_run_id``, ``lc_source`` and ``tags``.
+                     order), ``llm_run_id``, ``lc_source``, ``tags`` and ``context``: the
+                     exact record of the input (each message's id and digest, and inline the
+                     messages the thread's journal does not hold yet; see
+                     :mod:`journal.digests`), never cut by a content cap.
   ``llm.end``        content ``{"message_id", "tool_call_count"}``; metadata adds ``model``,
                      ``usage``, ``latency_ms``, ``llm_run_id``.
   ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,
@@ -86,6 +101,12 @@ middleware
   ``middleware:summarize``  content: the ``summarization`` custom event's payload, as is
                      (it is also recorded as ``custom:summarization``). Only for the root
                      graph's middleware: a subagent's summarization is the trace alone.
+                     A rewrite by any other summarization middleware (its injected message
+                     has ``additional_kwargs["lc_source"] == "summarization"``: LangChain's
+                     ``SummarizationMiddleware`` and its subclasses) is inferred: the same
+                     payload fields (``trigger``/``tokens_*`` ``None``) plus
+                     ``state_message_ids``, metadata ``inferred: true``. One marker per
+                     compaction either way; the summary is never a ``message.human``.
   ``middleware:<tag>``      from :meth:`RunJournal.record_middleware`: content ``{"name",
                      "hook", "action", "changes"}``; metadata ``caller: "middleware:<name>"``.
 """

@@ -89,6 +89,13 @@ def summary_event(
     )
 
 
+def removal_event(thread_id: str, run_id: str, removed_ids: list[str]) -> dict[str, Any]:
+    """A ``message.remove`` event that deleted the messages ``removed_ids`` by id."""
+    return _event(
+        thread_id, run_id, "message", "message.remove", {"removed_message_ids": removed_ids}
+    )
+
+
 def seed_conversation(
     store: RunEventStore,
     thread_id: str,
@@ -97,13 +104,19 @@ def seed_conversation(
     marker_after: int | None = None,
     summary: str = "The user asked several questions; each was looked up and answered.",
     first_question: str | None = None,
+    removal_after: int | None = None,
 ) -> list[RunEvent]:
     """Append ``turns`` runs to ``thread_id``; after turn ``marker_after``, a compaction of
-    every message so far. Returns the stored events in seq order."""
+    every message so far; after turn ``removal_after``, a removal of that turn's messages.
+    Returns the stored events in seq order."""
     events: list[dict[str, Any]] = []
     for turn in range(1, turns + 1):
-        events += turn_events(thread_id, turn, question=first_question if turn == 1 else None)
+        added = turn_events(thread_id, turn, question=first_question if turn == 1 else None)
+        events += added
         if turn == marker_after:
             ids = [e["content"]["data"]["id"] for e in events if e["category"] == "message"]
             events.append(summary_event(thread_id, f"run-{turn}", ids, summary))
+        if turn == removal_after:
+            ids = [e["content"]["data"]["id"] for e in added if e["category"] == "message"]
+            events.append(removal_event(thread_id, f"run-{turn}", ids))
     return store.append(events)

@@ -485,3 +485,80 @@ def test_verify_names_the_call_that_lost_a_message(
     copy.append(events)
     copy.close()
     assert run_cli("verify", THREAD, "--store", f"sqlite:///{healthy}").returncode == 0
+
+
+def test_cli_history_shows_each_removal(harness: Callable[..., Harness], tmp_path: Path) -> None:
+    """`runjournal history` frames each removal as "N messages removed" where it happened."""
+    import asyncio
+
+    h = harness(chain(("trim", trim_by_id)), "sqlite")
+    asyncio.run(h.play("sync", QUESTIONS[:4]))
+    h.journal.close(timeout=10)
+    url = f"sqlite:///{tmp_path / '0' / 'j.db'}"
+    done = run_cli("history", THREAD, "--store", url, "--limit", "100")
+    assert done.returncode == 0, done.stderr
+    counts = [
+        len(r.content["removed_message_ids"])
+        for r in h.store.read(THREAD)
+        if r.event_type == "message.remove"
+    ]
+    shown = [line for line in done.stdout.splitlines() if "removed" in line]
+    assert all(f"{n} messages removed" in line for n, line in zip(counts, shown, strict=True))
+    # the first trim happened when the third question arrived, before its answer
+    first = done.stdout.index(f"{counts[0]} messages removed")
+    assert done.stdout.index("question 3") < first
+    assert "answer after 3 messages" in done.stdout[first:].split("question 4")[0]
+
+
+def test_verify_names_a_message_whose_content_differs(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """A journal whose message or inlined copy was altered: verify names each by reason."""
+    import asyncio
+
+    h = harness(agent_builder(KeepLastThree()), model=agent_model)
+    asyncio.run(h.play("sync", QUESTIONS[:2]))
+    events = h.store.read(THREAD)
+    altered = next(e for e in events if e.event_type == "message.tool")
+    call = next(
+        e for e in events if e.event_type == "llm.start" and e.metadata["context"]["inline"]
+    )
+    copies: list[Any] = []
+    for event in events:
+        data = event.model_dump(exclude={"seq"})
+        if event.event_id == altered.event_id:
+            data["content"]["data"]["content"] = "tampered"
+        if event.event_id == call.event_id:
+            inline = data["metadata"]["context"]["inline"]
+            for content in inline.values():
+                content["data"]["content"] = "tampered too"
+        copies.append(data)
+    damaged = MemoryEventStore()
+    damaged.append(copies)
+    report = verify(damaged, THREAD)
+    reasons = {p["reason"] for c in report["results"] for p in c["problems"]}
+    assert reasons == {"content_differs", "inline_digest_mismatch"}
+    named = {p["message_id"] for c in report["results"] for p in c["problems"]}
+    assert altered.content["data"]["id"] in named
+
+
+def test_a_malformed_edit_never_breaks_the_journal(harness: Callable[..., Harness]) -> None:
+    """A node output LangGraph cannot apply fails the run as LangGraph says; the journal
+    records the failure, journals nothing of the edit and keeps working."""
+    import asyncio
+
+    def malformed(state: MessagesState) -> dict[str, Any]:
+        if len(state["messages"]) > 2:
+            return {"messages": [RemoveMessage(id=str(state["messages"][0].id)), 42]}
+        return {}
+
+    h = harness(chain(("malformed", malformed)))
+    asyncio.run(h.run(QUESTIONS[0], "sync"))
+    with pytest.raises(Exception) as failure:
+        asyncio.run(h.run(QUESTIONS[1], "sync"))
+    assert "journal" not in type(failure.value).__module__
+    assert h.journal.flush(timeout=10)
+    (error,) = h.store.read(THREAD, event_type="run.error")
+    assert error.content["error_type"] == type(failure.value).__name__
+    assert h.store.read(THREAD, event_type="message.remove") == []
+    assert h.journal.dropped_events == 0

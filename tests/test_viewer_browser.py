@@ -28,7 +28,7 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 TOKEN = "viewer-secret"
-TURNS, MARKER_AFTER, PAGE = 6, 3, 8
+TURNS, MARKER_AFTER, REMOVAL_AFTER, PAGE = 6, 3, 5, 8
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,7 @@ def seeded() -> Iterator[tuple[MemoryEventStore, list[RunEvent]]]:
         marker_after=MARKER_AFTER,
         first_question=f"Hello {XSS} there",
         summary=f"Earlier turns were condensed {XSS} safely.",
+        removal_after=REMOVAL_AFTER,
     )
     yield store, events
     store.close()
@@ -82,7 +83,7 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def _timeline_seqs(events: list[RunEvent]) -> list[int]:
-    return [
+    return [  # messages, removals (category message) and summaries
         e.seq for e in events if e.category == "message" or e.event_type == "middleware:summarize"
     ]
 
@@ -129,6 +130,13 @@ def test_thread_page_shows_pages_marker_and_inert_markup(
     marker.locator("summary").click()
     assert summary.is_visible()
     assert summary.inner_text() == f"Earlier turns were condensed {XSS} safely."
+
+    removal_seq = next(e.seq for e in seeded[1] if e.event_type == "message.remove")
+    removal = page.locator(f'.item.marker[data-seq="{removal_seq}"]')
+    assert removal.locator(".condensed-title").inner_text() == "4 messages removed"
+    removal.locator("summary").click()
+    removed = [f"{kind}{REMOVAL_AFTER}" for kind in "hatb"]
+    assert removal.locator(".summary-text").inner_text() == "Removed: " + ", ".join(removed)
 
     human = page.locator(".item.human .text").first
     assert human.inner_text() == f"Hello {XSS} there"
