@@ -13,8 +13,9 @@ rules, written once for :mod:`history.replay` and :mod:`history.verify`:
 * ``middleware:summarize``: the state becomes ``state_message_ids`` (inferred markers) or
   ``[summary_message, *kept_message_ids]`` (the tracking middleware's layout).
 * ``llm.start``: its record (``metadata.context``, see :mod:`journal.digests`) lists every input
-  message by id and digest. An entry resolves to the state's message with that id when its
-  digest matches, else to a copy inlined by this or an earlier call of the thread.
+  message by id and digest (a record may extend the previous record of the same caller). An
+  entry resolves to the state's message with that id when its digest matches, else to a copy
+  inlined by this or an earlier call of the thread.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from history._catalog import MESSAGE_TYPES, MODEL_CALL, REMOVE, SUMMARIZE, message_id
-from journal.digests import CONTEXT_KEY, content_digest
+from journal.digests import CONTEXT_KEY, Entry, content_digest, expand_record
 from journal.events import RunEvent
 
 __all__ = ["Problem", "StateWalk", "call_record"]
@@ -91,6 +92,8 @@ class StateWalk:
     entries: dict[str, _Entry | None] = field(default_factory=dict)
     inline: dict[str, Any] = field(default_factory=dict)
     checked: set[str] = field(default_factory=set)  # inline digests recomputed and matching
+    calls: dict[str, tuple[str, list[Entry]]] = field(default_factory=dict)  # last per caller
+    call: list[Entry] | None = None  # the input of the last ``llm.start`` fed (None: unknown)
     missing: int = 0  # ids the state should hold but whose message was never journaled
     kept_missing: int = 0  # ids a tracked summary kept that the replayed state did not hold
 
@@ -105,11 +108,24 @@ class StateWalk:
             elif kind == SUMMARIZE:
                 self._compact(event)
             elif kind == MODEL_CALL:
-                record = call_record(event)
-                inline = record.get("inline") if record is not None else None
-                if isinstance(inline, dict):
-                    for digest, content in inline.items():
-                        self.inline.setdefault(digest, content)
+                self._call(event)
+
+    def _call(self, event: RunEvent) -> None:
+        record = call_record(event)
+        self.call = None
+        if record is None:
+            return
+        inline = record.get("inline")
+        if isinstance(inline, dict):
+            for digest, content in inline.items():
+                self.inline.setdefault(digest, content)
+        caller = str(event.metadata.get("caller"))
+        self.call = expand_record(record, self.calls.get(caller))
+        llm_run_id = event.metadata.get("llm_run_id")
+        if self.call is not None and isinstance(llm_run_id, str):
+            self.calls[caller] = (llm_run_id, self.call)
+        else:
+            self.calls.pop(caller, None)
 
     def _add(self, event: RunEvent) -> None:
         recorded = event.metadata.get("digest")
@@ -169,26 +185,24 @@ class StateWalk:
         return dict(self.entries)
 
     def resolve(
-        self, record: dict[str, Any], state: dict[str, _Entry | None] | None = None
+        self, entries: list[Entry] | None, state: dict[str, _Entry | None] | None = None
     ) -> tuple[list[Any], list[Problem]]:
-        """The input of a call from its record, against ``state`` (default: the current one)."""
-        entries = self.entries if state is None else state
-        inline = record.get("inline")
-        own = inline if isinstance(inline, dict) else {}
+        """A call's input from its entries (``None``: its record extends a record the journal
+        lacks), against ``state`` (default: the current one)."""
+        if entries is None:
+            return [], [Problem(0, None, None, "record_base_missing")]
+        current = self.entries if state is None else state
         contents: list[Any] = []
         problems: list[Problem] = []
-        for index, item in enumerate(record["messages"]):
-            mid = item.get("id") if isinstance(item, dict) else None
-            digest = item.get("digest") if isinstance(item, dict) else None
-            mid = mid if isinstance(mid, str) else None
-            if not isinstance(digest, str):
+        for index, (mid, digest) in enumerate(entries):
+            if not digest:
                 problems.append(Problem(index, mid, None, "no_digest"))
                 continue
-            entry = entries.get(mid) if mid is not None else None
+            entry = current.get(mid) if mid is not None else None
             if entry is not None and entry.digest_of(self.verify) == digest:
                 contents.append(entry.content)
                 continue
-            copy = own.get(digest, self.inline.get(digest))
+            copy = self.inline.get(digest)
             if copy is not None and (not self.verify or self._inline_ok(digest, copy)):
                 contents.append(copy)
                 continue
@@ -196,7 +210,7 @@ class StateWalk:
                 reason = "inline_digest_mismatch"
             elif entry is not None:
                 reason = "truncated" if entry.truncated else "content_differs"
-            elif mid is not None and mid in entries:
+            elif mid is not None and mid in current:
                 reason = "message_not_journaled"
             else:
                 reason = "not_in_state"

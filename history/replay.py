@@ -76,7 +76,7 @@ def replay_plan(thread_id: str, upto_seq: int | None, view: str) -> Plan[list[Ba
         types = (*TIMELINE_TYPES, MODEL_CALL)
     full: list[Any] = []
     walk = StateWalk(thread_id)
-    call: tuple[RunEvent, Any] | None = None  # the last agent call and the state it saw
+    call: tuple[RunEvent, Any, Any] | None = None  # the last agent call, its input, its state
     cursor = 0
     while True:
         page: list[RunEvent] = yield Read(
@@ -92,17 +92,16 @@ def replay_plan(thread_id: str, upto_seq: int | None, view: str) -> Plan[list[Ba
             for event in page:
                 walk.feed((event,))
                 if event.event_type == MODEL_CALL and is_agent_call(event):
-                    call = (event, walk.snapshot())
+                    call = (event, walk.call, walk.snapshot())
         if done or not page:
             break
         cursor = page[-1].seq
     if view == "full":
         return _to_messages(thread_id, full)
-    record = call_record(call[0]) if call is not None else None
-    if call is None or record is None:
-        contents = walk.contents(None if call is None else call[1])
+    if call is None or call_record(call[0]) is None:
+        contents = walk.contents(None if call is None else call[2])
     else:
-        contents, problems = walk.resolve(record, call[1])
+        contents, problems = walk.resolve(call[1], call[2])
         if problems:
             logger.warning(
                 "replay_context_unresolved",

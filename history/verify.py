@@ -11,7 +11,8 @@ it with the digest recorded at call time. A call is
   ``not_in_state`` — the replayed state lacks it and no call inlined it; ``content_differs`` —
   the state holds another version; ``truncated`` — the store cut the message to its content
   cap; ``message_not_journaled`` — a rewrite placed it but its message event is missing;
-  ``inline_digest_mismatch`` / ``no_digest`` — the record itself is damaged);
+  ``inline_digest_mismatch`` / ``no_digest`` / ``record_base_missing`` — the record itself is
+  damaged, or extends a record the journal lacks);
 * ``unrecorded`` when it was journaled without a record (before records existed).
 
 The report is plain JSON data: ``{thread_id, ok, calls, exact, diverged, unrecorded,
@@ -75,8 +76,8 @@ def _check(walk: StateWalk, event: RunEvent) -> CallCheck:
     }
     if record is None:
         return check
-    _, problems = walk.resolve(record)
-    check["message_count"] = len(record["messages"])
+    _, problems = walk.resolve(walk.call)
+    check["message_count"] = len(walk.call or ())
     check["status"] = "diverged" if problems else "exact"
     check["problems"] = [p.as_dict() for p in problems]
     return check

@@ -80,17 +80,20 @@ class TraceCallbacks(JournalCore):
                 "model": model,
                 "parameters": cap.scalar_params(params),
                 "message_count": len(prompt),
-                "message_ids": [m.id for m in prompt],
                 "llm_run_id": str(run_id),
                 "lc_source": md.get("lc_source"),
                 "tags": list(tags or ()),
             }
-            content = Lazy(self._llm_start_content, (node.run.thread_id, list(prompt)))
-            self._emit(node.run, "trace", "llm.start", content, event_md)
+            args = (node.run.thread_id, str(node.caller), str(run_id), list(prompt))
+            self._emit(
+                node.run, "trace", "llm.start", Lazy(self._llm_start_content, args), event_md
+            )
 
-    def _llm_start_content(self, thread_id: str, prompt: list[BaseMessage]) -> Extra:
+    def _llm_start_content(
+        self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
+    ) -> Extra:
         """Writer thread: the prompt excerpt, and the exact record of the call's input."""
-        record = self._contexts.call_record(thread_id, prompt)
+        record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
         return Extra(cap.prompt_tail(prompt, _PROMPT_BUDGET), {CONTEXT_KEY: record})
 
     def on_llm_end(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from typing import Any, Final, NamedTuple
 import structlog
 
 from journal._known_inputs import KnownInputs
+from journal.events import new_event_id
 from journal.spool import Spool
 from journal.store import RunEventStore
 
@@ -275,7 +275,7 @@ class Writer:
                     content = content.content
             events.append(
                 {
-                    "event_id": str(uuid.uuid4()),
+                    "event_id": new_event_id(),
                     "thread_id": p.thread_id,
                     "run_id": p.run_id,
                     "category": p.category,

@@ -6,12 +6,18 @@ equal messages have equal digests whatever library produced the bytes, and a sto
 digest can be recomputed from what a store returns. Every ``message.*`` event carries the digest
 of its message in ``metadata.digest``.
 
-The context record (``llm.start`` ``metadata.context``) is
-``{"messages": [{"id", "digest"}, ...], "inline": {digest: stored message}}``: one entry per
-message the call received, in order (system message included), and inline only the messages
-whose digest the thread's journal does not hold yet (a request-only edit, a system prompt seen
-for the first time, or any message the journal never recorded). A digest inlined once is only
-referenced by later calls, so a thread stores each distinct message once, not once per call.
+The context record (``llm.start`` ``metadata.context``) lists every message the call received,
+in order (system message included), by id and digest, and inlines only the messages whose
+digest the thread's journal does not hold yet (a request-only edit, a system prompt seen for the
+first time, or any message the journal never recorded): a digest inlined once is only referenced
+later, so a thread stores each distinct message once, not once per call. Its forms:
+
+* ``{"messages": [{"id", "digest"}, ...], "inline": {digest: stored message}}`` — the whole list;
+* ``{"base": <llm_run_id>, "keep": k, "messages": [...], "inline": {...}}`` — the first ``k``
+  entries of the record of ``base`` (the previous call of the same caller in the thread, whose
+  ``llm.start`` comes earlier in the thread), then ``messages``. A conversation that only grows
+  records each call in constant size; every ``KEYFRAME_EVERY`` calls (and after a restart) the
+  record is whole again, so a lost event breaks at most that many records.
 """
 
 from __future__ import annotations
@@ -27,11 +33,22 @@ from journal.encoding import dumps_plain
 if TYPE_CHECKING:  # reading digests must not load LangChain
     from langchain_core.messages import BaseMessage
 
-__all__ = ["CONTEXT_KEY", "ContextIndex", "content_digest", "message_digest"]
+__all__ = [
+    "CONTEXT_KEY",
+    "KEYFRAME_EVERY",
+    "ContextIndex",
+    "content_digest",
+    "expand_record",
+    "message_digest",
+]
 
 #: The ``llm.start`` metadata key of the context record.
 CONTEXT_KEY: Final = "context"
+#: A record is whole at least once in this many calls of one caller of a thread.
+KEYFRAME_EVERY: Final = 32
 _THREADS: Final = 1024
+
+Entry = tuple[str | None, str]  # (message id, digest)
 
 
 def content_digest(content: Any) -> str:
@@ -52,10 +69,51 @@ class _Seen(NamedTuple):
 
 
 @dataclass(slots=True)
+class _LastCall:
+    llm_run_id: str
+    entries: list[Entry]
+    chain: int  # records since the last whole one
+
+
+@dataclass(slots=True)
 class _ThreadIndex:
     journaled: dict[str, _Seen] = field(default_factory=dict)  # latest message event per id
     recent: dict[str, _Seen] = field(default_factory=dict)  # last copy a call received per id
     digests: set[str] = field(default_factory=set)  # every digest the journal holds
+    calls: dict[str, _LastCall] = field(default_factory=dict)  # the last call per caller
+
+
+def _common_prefix(a: list[Entry], b: list[Entry]) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def expand_record(
+    record: dict[str, Any], previous: tuple[str, list[Entry]] | None
+) -> list[Entry] | None:
+    """The full ``(id, digest)`` list of a record; ``previous``: ``(llm_run_id, entries)`` of
+    the caller's previous call. ``None`` when a delta's base is not ``previous``."""
+    raw = record.get("messages")
+    items = raw if isinstance(raw, list) else []
+    own: list[Entry] = []
+    for item in items:
+        item = item if isinstance(item, dict) else {}
+        mid, digest = item.get("id"), item.get("digest")
+        own.append(
+            (mid if isinstance(mid, str) else None, digest if isinstance(digest, str) else "")
+        )
+    base = record.get("base")
+    if base is None:
+        return own
+    keep = record.get("keep")
+    if previous is None or previous[0] != base or not isinstance(keep, int) or keep < 0:
+        return None
+    if keep > len(previous[1]):
+        return None
+    return [*previous[1][:keep], *own]
 
 
 class ContextIndex:
@@ -108,10 +166,12 @@ class ContextIndex:
         index.digests.add(digest)
         return content, digest
 
-    def call_record(self, thread_id: str, messages: Sequence[BaseMessage]) -> dict[str, Any]:
+    def call_record(
+        self, thread_id: str, caller: str, llm_run_id: str, messages: Sequence[BaseMessage]
+    ) -> dict[str, Any]:
         """The context record of one model call that received ``messages``."""
         index = self._thread(thread_id)
-        entries: list[dict[str, Any]] = []
+        entries: list[Entry] = []
         inline: dict[str, Any] = {}
         for message in messages:
             mid = message.id
@@ -129,5 +189,20 @@ class ContextIndex:
                     index.digests.add(digest)
                 if mid is not None:
                     index.recent[mid] = _Seen(message, digest)
-            entries.append({"id": mid, "digest": digest})
-        return {"messages": entries, "inline": inline}
+            entries.append((mid, digest))
+        last = index.calls.get(caller)
+        listed = [{"id": mid, "digest": digest} for mid, digest in entries]
+        record: dict[str, Any] = {"messages": listed, "inline": inline}
+        chain = 0
+        if last is not None and last.chain < KEYFRAME_EVERY:
+            keep = _common_prefix(last.entries, entries)
+            if keep:
+                chain = last.chain + 1
+                record = {
+                    "base": last.llm_run_id,
+                    "keep": keep,
+                    "messages": listed[keep:],
+                    "inline": inline,
+                }
+        index.calls[caller] = _LastCall(llm_run_id, entries, chain)
+        return record

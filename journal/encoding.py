@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-__all__ = ["MAX_DEPTH", "dumps", "dumps_plain", "loads", "to_jsonable"]
+__all__ = ["MAX_DEPTH", "Plain", "dumps", "dumps_plain", "loads", "plain", "to_jsonable"]
 
 MAX_DEPTH = 64
 _REPR_LIMIT = 200
@@ -106,8 +106,82 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+class Plain(dict[str, Any]):
+    """A mapping known to be plain JSON data already: :func:`to_jsonable`'s own output.
+
+    :func:`to_jsonable` copies it shallowly instead of walking it again, so data the library
+    encoded once (a message it journals) is not encoded twice. Made only by :func:`plain`.
+    """
+
+
+def plain(value: Any) -> Any:
+    """``to_jsonable(value)``, marked so that a later ``to_jsonable`` does not walk it again."""
+    encoded = to_jsonable(value)
+    return Plain(encoded) if type(encoded) is dict else encoded
+
+
+def _valid_text(value: str) -> bool:
+    return _SURROGATES.search(value) is None
+
+
+def _scalar_ok(value: Any, kind: type) -> bool | None:
+    """Whether a scalar is canonical as is; ``None`` when ``value`` is no plain scalar."""
+    if kind is str:
+        return value.isascii() or _SURROGATES.search(value) is None
+    if kind is int:
+        return cast(int, value).bit_length() <= _SAFE_INT_BITS
+    if kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return None
+
+
+def _is_plain(root: Any) -> bool:
+    """Whether ``root`` is canonical JSON data as is (the rules above change nothing in it).
+
+    One tight pass over exact types; anything unusual (a subclass, a tuple, a non-finite float,
+    a lone surrogate, a huge int, deep nesting, a cycle) answers ``False``.
+    """
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            if depth >= MAX_DEPTH:
+                return False
+            for key, item in value.items():
+                if type(key) is not str or not (key.isascii() or _valid_text(key)):
+                    return False
+                ok = _scalar_ok(item, type(item))
+                if ok is None:
+                    stack.append((item, depth + 1))
+                elif not ok:
+                    return False
+        elif kind is list:
+            if depth >= MAX_DEPTH:
+                return False
+            for item in value:
+                ok = _scalar_ok(item, type(item))
+                if ok is None:
+                    stack.append((item, depth + 1))
+                elif not ok:
+                    return False
+        elif kind is not Plain and not _scalar_ok(value, kind):
+            return False
+    return True
+
+
 def to_jsonable(value: Any) -> Any:
-    """Return ``value`` as plain JSON data (dict, list, str, int, float, bool, None)."""
+    """Return ``value`` as plain JSON data (dict, list, str, int, float, bool, None).
+
+    Data that already is plain JSON is returned as is (not copied); anything else is encoded
+    into new containers by the rules above.
+    """
+    if type(value) is Plain:
+        return dict(value)
+    if _is_plain(value):
+        return value
     return _encode(value, 0, set())
 
 
@@ -141,6 +215,8 @@ def _encode(value: Any, depth: int, active: set[int]) -> Any:
 
 
 def _encode_container(value: Any, depth: int, active: set[int]) -> Any:
+    if type(value) is Plain:
+        return dict(value)
     if isinstance(value, Mapping):
         if all(type(k) is str and k.isascii() and _plain_scalar(v) for k, v in value.items()):
             return dict(value)  # flat and plain: no per-item walk (ids, usage, args)

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from journal.encoding import to_jsonable
+from journal.encoding import plain
 
 __all__ = ["MESSAGE_EVENT_TYPES", "content_to_message", "message_event_type", "message_to_content"]
 
@@ -23,8 +23,8 @@ MESSAGE_EVENT_TYPES: Final = {
 
 
 def message_to_content(message: BaseMessage) -> dict[str, Any]:
-    """The stored form of ``message`` (plain JSON data)."""
-    content: dict[str, Any] = to_jsonable(message_to_dict(message))
+    """The stored form of ``message`` (plain JSON data; encoding it again costs nothing)."""
+    content: dict[str, Any] = plain(message_to_dict(message))
     return content
 
 

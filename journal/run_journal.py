@@ -79,11 +79,11 @@ trace
   ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
                      prompt messages, text within 4 KiB], "omitted_messages"}``; metadata
                      adds ``model``, ``parameters`` (scalar invocation parameters),
-                     ``message_count``, ``message_ids`` (ids of every message sent, in
-                     order), ``llm_run_id``, ``lc_source``, ``tags`` and ``context``: the
-                     exact record of the input (each message's id and digest, and inline the
-                     messages the thread's journal does not hold yet; see
-                     :mod:`journal.digests`), never cut by a content cap.
+                     ``message_count``, ``llm_run_id``, ``lc_source``, ``tags`` and
+                     ``context``: the exact record of the input (each message's id and
+                     digest, and inline the messages the thread's journal does not hold yet;
+                     see :mod:`journal.digests`), never cut by a content cap;
+                     ``history.replay(..., view="model")`` at its seq rebuilds the input.
   ``llm.end``        content ``{"message_id", "tool_call_count"}``; metadata adds ``model``,
                      ``usage``, ``latency_ms``, ``llm_run_id``.
   ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,

@@ -120,7 +120,7 @@ class RunEventStore(ABC):
                     event = raw
             elif isinstance(raw, Mapping):
                 try:
-                    event = NewEvent(**dict(raw))
+                    event = NewEvent.from_mapping(raw)
                 except ValueError as e:
                     raise ValueError(f"event {index} of the batch is invalid: {e}") from e
             else:

@@ -475,7 +475,11 @@ def test_verify_names_the_call_that_lost_a_message(
         for c in bad
         for p in c["problems"]
     )
-    first_user = next(s for s in h.agent_calls() if victim_id in s.metadata["message_ids"])
+    first_user = next(
+        call
+        for call, received in zip(h.agent_calls(), h.model.calls, strict=True)
+        if victim_id in [m.id for m in received]
+    )
     assert bad[0]["llm_run_id"] == first_user.metadata["llm_run_id"]
     damaged.close()
     done = run_cli("verify", THREAD, "--store", f"sqlite:///{tmp_path / 'damaged.db'}")

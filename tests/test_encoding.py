@@ -316,3 +316,32 @@ def test_bad_content_caps_are_value_errors(caps: dict[str, Any]) -> None:
     """An unknown category or a cap below 64 bytes raises ValueError naming content_caps."""
     with pytest.raises(ValueError, match="content_caps"):
         MemoryEventStore(content_caps=caps)
+
+
+_tricky = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=4)
+    | st.sampled_from(["\ud800", "é", 2**7000, float("nan"), -0.0, 1e-07]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=2) | st.sampled_from(["\udfff"]), inner, max_size=3)
+        | st.tuples(inner)
+        | st.sets(st.integers(), max_size=2)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_tricky)
+def test_fast_path_encodes_exactly_as_the_rules(value: Any) -> None:
+    """Plain data skips the walk, and the result is exactly what the full rules give."""
+    from journal.encoding import _canonical, _encode
+
+    slow = _encode(value, 0, set())
+    fast = to_jsonable(value)
+    assert _canonical(fast) == _canonical(slow)
+    assert fast == slow  # encoded data holds no NaN, so equality is exact

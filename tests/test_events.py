@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from journal import CATEGORIES, EventFilter, MemoryEventStore, NewEvent, RunEvent
+from journal import CATEGORIES, EventFilter, MemoryEventStore, NewEvent, RunEvent, dumps
 from journal.events import MAX_EVENT_TYPE_LENGTH, MAX_ID_LENGTH, status_from_lifecycle
 
 VALID: dict[str, Any] = {
@@ -210,3 +212,93 @@ def test_event_filter_matching() -> None:
 def test_run_status_from_last_lifecycle_event(last: str | None, status: str) -> None:
     """A run's status is derived from its last lifecycle event type."""
     assert status_from_lifecycle(last) == status
+
+
+_ids = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(["ok", " lead", "trail ", "a\x00b", "\ud800", "x" * 300, ""]),
+    st.none(),
+    st.integers(),
+    st.uuids(),
+)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        | st.tuples(inner)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    event_id=_ids,
+    thread_id=_ids,
+    run_id=_ids,
+    category=st.sampled_from([*sorted(CATEGORIES), "bogus"]),
+    event_type=st.sampled_from(
+        ["run.start", "message.ai", "llm.start", "custom:x", "middleware:t", "nope", ""]
+    ),
+    content=_values,
+    metadata=st.one_of(st.none(), st.dictionaries(st.text(max_size=3), _values), _values),
+    created_at=st.sampled_from(
+        [
+            datetime(2026, 1, 1, tzinfo=UTC),
+            datetime(2026, 1, 1),
+            datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+        ]
+    ),
+)
+def test_from_mapping_is_the_constructor_fast(**fields: Any) -> None:
+    """NewEvent.from_mapping gives the event NewEvent(**raw) gives, or the same error."""
+    try:
+        expected = NewEvent(**fields)
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            NewEvent.from_mapping(fields)
+        assert str(got.value) == str(e)
+        return
+    got_event = NewEvent.from_mapping(fields)
+    assert got_event.model_dump() == expected.model_dump()
+    assert dumps(got_event.content) == dumps(expected.content)
+    assert dumps(got_event.metadata) == dumps(expected.metadata)
+
+
+def test_generated_event_ids_are_time_ordered_uuid7() -> None:
+    """Library-made ids are UUID version 7, unique, and sort by the millisecond they were made."""
+    import time
+
+    from journal.events import new_event_id
+
+    first = [new_event_id() for _ in range(2000)]
+    time.sleep(0.002)
+    later = new_event_id()
+    parsed = [uuid.UUID(i) for i in first]
+    assert all(p.version == 7 and p.variant == uuid.RFC_4122 for p in parsed)
+    assert len(set(first)) == len(first)
+    assert max(first) < later
+    assert NewEvent(thread_id="t", run_id="r", category="trace", event_type="llm.end").event_id
+
+
+def test_a_forked_child_makes_other_event_ids() -> None:
+    """After fork, parent and child never draw the same ids (the generator is reseeded)."""
+    import os
+
+    from journal.events import new_event_id
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, ",".join(new_event_id() for _ in range(50)).encode())
+        os._exit(0)
+    os.close(write)
+    mine = {new_event_id() for _ in range(50)}
+    os.waitpid(pid, 0)
+    theirs = set(os.read(read, 100_000).decode().split(","))
+
+    def random_parts(ids: set[str]) -> set[int]:  # without the timestamp
+        return {uuid.UUID(i).int & ((1 << 76) - 1) for i in ids}
+
+    assert len(theirs) == 50 and not random_parts(mine) & random_parts(theirs)

@@ -254,7 +254,6 @@ async def test_replay_is_exact_for_every_model_call(
     for start, received in zip(starts, s.model.calls, strict=True):
         view = replay(s.store, s.thread, upto_seq=start.seq, view="model")
         assert view == received  # system prompt first, exactly as sent
-        assert [m.id for m in view] == start.metadata["message_ids"]
         state = replay(s.store, s.thread, upto_seq=start.seq, view="state")
         assert shape(state) == shape(received[1:])  # the system prompt is not state
     full = replay(s.store, s.thread, view="full")

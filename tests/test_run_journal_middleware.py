@@ -110,7 +110,8 @@ def test_agent_llm_start_carries_sent_message_ids(
     stored = store.read("t1")
     starts = [e for e in stored if e.event_type == "llm.start" and e.metadata["caller"] == "agent"]
     sent = [[m.id for m in messages] for messages in model.calls]
-    assert [e.metadata["message_ids"] for e in starts] == sent
+    recorded = [[m.id for m in replay(store, "t1", upto_seq=e.seq, view="model")] for e in starts]
+    assert recorded == sent
     final_state_ids = [m.id for m in agent.get_state(cfg).values["messages"]]
     assert sent[-1] == final_state_ids[:-1]
 
