@@ -23,9 +23,9 @@ from journal._capture import is_summary
 from journal._edits import AppliedEdit, inferred_summary, replay_order, settle_step, state_ids
 from journal._run_state import Node, RunState, SpinLock, ThreadState, ThreadStates, caller_for
 from journal._writer import SKIP, Extra, Lazy, Pending, Writer
-from journal.digests import ContextIndex
+from journal.digests import ContextIndex, stored_digest
 from journal.events import MAX_EVENT_TYPE_LENGTH, validate_id
-from journal.messages import message_event_type
+from journal.messages import MESSAGE_EVENT_TYPES, message_event_type
 from journal.spool import DEFAULT_SPOOL_PATH, Spool
 from journal.store import RunEventStore
 
@@ -104,7 +104,8 @@ class JournalCore(GraphCallbackHandler):
         self._finished: OrderedDict[UUID, None] = OrderedDict()
         self._runs_by_id: dict[str, RunState] = {}
         self._threads = ThreadStates()
-        self._contexts = ContextIndex()  # digests: touched by the writer thread only
+        # digests: touched by the writer thread only (it may read the store)
+        self._contexts = ContextIndex(stored_digests=self._stored_digests)
         self._last_us = 0
         self.dropped_events = 0
 
@@ -294,6 +295,14 @@ class JournalCore(GraphCallbackHandler):
             metadata["tool_call_id"] = tool_call_id
         content = Lazy(self._message_content, (run.thread_id, message, in_state))
         self._emit(run, "message", event_type, content, metadata)
+
+    def _stored_digests(self, thread_id: str) -> list[str]:
+        """Writer thread: the digests of the thread's stored messages (none if unreadable)."""
+        try:
+            events = self.store.read(thread_id, event_type=MESSAGE_EVENT_TYPES.values())
+        except Exception:  # the store is down: the writes will spool anyway; inline instead
+            return []
+        return [stored_digest(e.content, e.metadata) for e in events]
 
     def _message_content(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
         """Writer thread: the stored message and its digest; ``SKIP`` if it did not change."""

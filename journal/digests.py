@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -40,6 +40,7 @@ __all__ = [
     "content_digest",
     "expand_record",
     "message_digest",
+    "stored_digest",
 ]
 
 #: The ``llm.start`` metadata key of the context record.
@@ -54,6 +55,12 @@ Entry = tuple[str | None, str]  # (message id, digest)
 def content_digest(content: Any) -> str:
     """The digest of a stored message (plain JSON data, as ``message_to_content`` gives it)."""
     return hashlib.blake2b(dumps_plain(content).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def stored_digest(content: Any, metadata: dict[str, Any]) -> str:
+    """The digest of a stored ``message.*`` event: as recorded, else computed."""
+    recorded = metadata.get("digest")
+    return recorded if isinstance(recorded, str) else content_digest(content)
 
 
 def message_digest(message: BaseMessage) -> str:
@@ -121,14 +128,21 @@ class ContextIndex:
 
     Digests are computed once per message object: a message a call receives unchanged (the
     same object, or an equal copy, as middleware that deep-copies the request sends) reuses the
-    digest of the message event or of the copy an earlier call received. Bounded: the least
-    recently used threads are forgotten (their next call inlines what it cannot reference).
+    digest of the message event or of the copy an earlier call received. ``stored_digests``
+    tells, once per thread this index meets, the digests of the messages already in the store
+    (a thread journaled by an earlier process), so they are referenced, not inlined again.
+    Bounded: the least recently used threads are forgotten.
     """
 
-    def __init__(self, capacity: int = _THREADS) -> None:
+    def __init__(
+        self,
+        capacity: int = _THREADS,
+        stored_digests: Callable[[str], Iterable[str]] | None = None,
+    ) -> None:
         from journal.messages import message_to_content
 
         self._to_content = message_to_content
+        self._stored_digests = stored_digests
         self._capacity = capacity
         self._threads: OrderedDict[str, _ThreadIndex] = OrderedDict()
 
@@ -136,6 +150,8 @@ class ContextIndex:
         index = self._threads.get(thread_id)
         if index is None:
             index = self._threads[thread_id] = _ThreadIndex()
+            if self._stored_digests is not None:  # a thread journaled before this process
+                index.digests.update(self._stored_digests(thread_id))
             if len(self._threads) > self._capacity:
                 self._threads.popitem(last=False)
         else:
@@ -171,38 +187,30 @@ class ContextIndex:
     ) -> dict[str, Any]:
         """The context record of one model call that received ``messages``."""
         index = self._thread(thread_id)
+        journaled, recent = index.journaled, index.recent
         entries: list[Entry] = []
         inline: dict[str, Any] = {}
         for message in messages:
             mid = message.id
-            digest = None
-            if mid is not None:
-                for known in (index.journaled.get(mid), index.recent.get(mid)):
-                    if known is not None and (known.message is message or known.message == message):
-                        digest = known.digest
-                        break
-            if digest is None:
-                content = self._to_content(message)
-                digest = content_digest(content)
-                if digest not in index.digests:
-                    inline[digest] = content
-                    index.digests.add(digest)
-                if mid is not None:
-                    index.recent[mid] = _Seen(message, digest)
-            entries.append((mid, digest))
+            known = journaled.get(mid) if mid is not None else None
+            if known is None or (known.message is not message and known.message != message):
+                known = recent.get(mid) if mid is not None else None
+                if known is None or (known.message is not message and known.message != message):
+                    content = self._to_content(message)
+                    known = _Seen(message, content_digest(content))
+                    if known.digest not in index.digests:
+                        inline[known.digest] = content
+                        index.digests.add(known.digest)
+                    if mid is not None:
+                        recent[mid] = known
+            entries.append((mid, known.digest))
         last = index.calls.get(caller)
-        listed = [{"id": mid, "digest": digest} for mid, digest in entries]
-        record: dict[str, Any] = {"messages": listed, "inline": inline}
-        chain = 0
+        keep = 0
         if last is not None and last.chain < KEYFRAME_EVERY:
             keep = _common_prefix(last.entries, entries)
-            if keep:
-                chain = last.chain + 1
-                record = {
-                    "base": last.llm_run_id,
-                    "keep": keep,
-                    "messages": listed[keep:],
-                    "inline": inline,
-                }
-        index.calls[caller] = _LastCall(llm_run_id, entries, chain)
-        return record
+        listed = [{"id": mid, "digest": digest} for mid, digest in entries[keep:]]
+        if last is None or not keep:
+            index.calls[caller] = _LastCall(llm_run_id, entries, 0)
+            return {"messages": listed, "inline": inline}
+        index.calls[caller] = _LastCall(llm_run_id, entries, last.chain + 1)
+        return {"base": last.llm_run_id, "keep": keep, "messages": listed, "inline": inline}

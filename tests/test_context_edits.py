@@ -566,3 +566,20 @@ def test_a_malformed_edit_never_breaks_the_journal(harness: Callable[..., Harnes
     assert error.content["error_type"] == type(failure.value).__name__
     assert h.store.read(THREAD, event_type="message.remove") == []
     assert h.journal.dropped_events == 0
+
+
+def test_a_restarted_journal_references_what_the_store_holds(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """After a restart, a call's record inlines no message the store already holds."""
+    import asyncio
+
+    h = harness(chain(("trim", trim_by_id)), "sqlite")
+    asyncio.run(h.play("sync", QUESTIONS[:3]))
+    h.journal.close(timeout=10)
+    h.journal = RunJournal(h.store, spool_path=tmp_path / "second.jsonl")  # a new process
+    asyncio.run(h.play("sync", QUESTIONS[3:]))
+    first_after_restart = h.agent_calls()[3]
+    assert first_after_restart.metadata["context"]["inline"] == {}
+    assert "base" not in first_after_restart.metadata["context"]  # a whole record again
+    h.assert_every_call_replays_exactly()
