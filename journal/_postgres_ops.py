@@ -15,10 +15,11 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from journal import _postgres_schema as sql
-from journal.encoding import dumps_plain, loads
+from journal.encoding import loads
 from journal.errors import SchemaVersionError
-from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
+from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary, construct
 from journal.events import status_from_lifecycle as _status
+from journal.store import encoded_texts
 
 __all__ = [
     "BEGIN",
@@ -82,8 +83,10 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
     """Append a prepared batch; ``checked`` looks stored ids up first (in a transaction)."""
     known: dict[str, RunEvent] = {}
     fresh: dict[str, NewEvent] = {}
-    for event in events:
+    texts: dict[str, tuple[str, str]] = {}
+    for event, encoded in zip(events, encoded_texts(events), strict=True):
         fresh.setdefault(event.event_id, event)
+        texts.setdefault(event.event_id, encoded)
     by_thread: dict[str, list[NewEvent]] = {}
     for event in fresh.values():
         by_thread.setdefault(event.thread_id, []).append(event)
@@ -99,14 +102,17 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
         }
     for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
         batch = by_thread[thread_id]
-        [(last,)] = yield sql.APPEND_THREAD, thread_params(thread_id, batch)
+        [(last,)] = yield sql.APPEND_THREAD, thread_params(thread_id, batch, texts)
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
-            known[event.event_id] = RunEvent.model_construct(**dict(event), seq=seq)
+            known[event.event_id] = construct(RunEvent, {**event.__dict__, "seq": seq})
     return results(events, known)
 
 
-def thread_params(thread_id: str, batch: Sequence[NewEvent]) -> dict[str, Any]:
-    """Parameters of ``APPEND_THREAD`` for one thread's new events, in seq order."""
+def thread_params(
+    thread_id: str, batch: Sequence[NewEvent], texts: Mapping[str, tuple[str, str]]
+) -> dict[str, Any]:
+    """Parameters of ``APPEND_THREAD`` for one thread's new events, in seq order (``texts``:
+    each event's encoded content and metadata by event id)."""
     return {
         "thread_id": thread_id,
         "count": len(batch),
@@ -115,8 +121,8 @@ def thread_params(thread_id: str, batch: Sequence[NewEvent]) -> dict[str, Any]:
         "run_id": [e.run_id for e in batch],
         "category": [e.category for e in batch],
         "event_type": [e.event_type for e in batch],
-        "content": [dumps_plain(e.content) for e in batch],
-        "metadata": [dumps_plain(e.metadata) for e in batch],
+        "content": [texts[e.event_id][0] for e in batch],
+        "metadata": [texts[e.event_id][1] for e in batch],
         "created_at": [e.created_at for e in batch],
     }
 

@@ -41,7 +41,22 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-__all__ = ["MAX_DEPTH", "Plain", "dumps", "dumps_plain", "loads", "plain", "to_jsonable"]
+import orjson
+
+__all__ = [
+    "MAX_DEPTH",
+    "NOT_PLAIN",
+    "PLAIN",
+    "PLAIN_NUMBERS",
+    "Plain",
+    "dumps",
+    "dumps_plain",
+    "encode_plain",
+    "loads",
+    "plain",
+    "plain_kind",
+    "to_jsonable",
+]
 
 MAX_DEPTH = 64
 _REPR_LIMIT = 200
@@ -110,66 +125,100 @@ class Plain(dict[str, Any]):
     """A mapping known to be plain JSON data already: :func:`to_jsonable`'s own output.
 
     :func:`to_jsonable` copies it shallowly instead of walking it again, so data the library
-    encoded once (a message it journals) is not encoded twice. Made only by :func:`plain`.
+    encoded once (a message it journals) is not encoded twice; ``kind`` is its
+    :func:`plain_kind`. Made only by :func:`plain`.
     """
+
+    kind: int = 2
 
 
 def plain(value: Any) -> Any:
     """``to_jsonable(value)``, marked so that a later ``to_jsonable`` does not walk it again."""
     encoded = to_jsonable(value)
-    return Plain(encoded) if type(encoded) is dict else encoded
+    if type(encoded) is not dict:
+        return encoded
+    marked = Plain(encoded)
+    marked.kind = plain_kind(encoded)
+    return marked
 
 
 def _valid_text(value: str) -> bool:
     return _SURROGATES.search(value) is None
 
 
-def _scalar_ok(value: Any, kind: type) -> bool | None:
-    """Whether a scalar is canonical as is; ``None`` when ``value`` is no plain scalar."""
+#: What :func:`plain_kind` says of a value.
+NOT_PLAIN: Final = 0  # the rules change something: encode it with to_jsonable
+PLAIN: Final = 1  # plain JSON without floats or ints beyond 64 bits
+PLAIN_NUMBERS: Final = 2  # plain JSON with floats or big ints (formatted by the json module)
+_INT64_BITS: Final = 63
+
+
+def _scalar_kind(value: Any, kind: type) -> int | None:
+    """The kind of a scalar; ``None`` when ``value`` is no scalar (a container, or else)."""
     if kind is str:
-        return value.isascii() or _SURROGATES.search(value) is None
+        return PLAIN if value.isascii() or _SURROGATES.search(value) is None else NOT_PLAIN
     if kind is int:
-        return cast(int, value).bit_length() <= _SAFE_INT_BITS
+        bits = cast(int, value).bit_length()
+        if bits <= _INT64_BITS:
+            return PLAIN
+        return PLAIN_NUMBERS if bits <= _SAFE_INT_BITS else NOT_PLAIN
     if kind is bool or value is None:
-        return True
+        return PLAIN
     if kind is float:
-        return math.isfinite(value)
+        return PLAIN_NUMBERS if math.isfinite(value) else NOT_PLAIN
+    if kind is Plain:
+        return cast(int, value.kind)
     return None
 
 
-def _is_plain(root: Any) -> bool:
-    """Whether ``root`` is canonical JSON data as is (the rules above change nothing in it).
+def plain_kind(root: Any) -> int:
+    """Whether ``root`` is canonical JSON data as is (the rules above change nothing in it),
+    and whether it holds numbers only the json module formats canonically.
 
     One tight pass over exact types; anything unusual (a subclass, a tuple, a non-finite float,
-    a lone surrogate, a huge int, deep nesting, a cycle) answers ``False``.
+    a lone surrogate, a huge int, deep nesting, a cycle) answers ``NOT_PLAIN``.
     """
+    result = PLAIN
     stack: list[tuple[Any, int]] = [(root, 0)]
     while stack:
         value, depth = stack.pop()
         kind = type(value)
-        if kind is dict:
+        if kind is dict or kind is list:
             if depth >= MAX_DEPTH:
-                return False
-            for key, item in value.items():
-                if type(key) is not str or not (key.isascii() or _valid_text(key)):
-                    return False
-                ok = _scalar_ok(item, type(item))
-                if ok is None:
+                return NOT_PLAIN
+            items = value.items() if kind is dict else enumerate(value)
+            for key, item in items:
+                if kind is dict and (
+                    type(key) is not str or not (key.isascii() or _valid_text(key))
+                ):
+                    return NOT_PLAIN
+                found = _scalar_kind(item, type(item))
+                if found is None:
                     stack.append((item, depth + 1))
-                elif not ok:
-                    return False
-        elif kind is list:
-            if depth >= MAX_DEPTH:
-                return False
-            for item in value:
-                ok = _scalar_ok(item, type(item))
-                if ok is None:
-                    stack.append((item, depth + 1))
-                elif not ok:
-                    return False
-        elif kind is not Plain and not _scalar_ok(value, kind):
-            return False
-    return True
+                elif found == NOT_PLAIN:
+                    return NOT_PLAIN
+                elif found > result:
+                    result = found
+            continue
+        found = _scalar_kind(value, kind)
+        if not found:
+            return NOT_PLAIN
+        result = max(result, found)
+    return result
+
+
+def encode_plain(value: Any, kind: int) -> str:
+    """The canonical text of ``value``, whose :func:`plain_kind` is ``kind`` (not NOT_PLAIN).
+
+    Without floats or big ints, a fast encoder writes it (its output for such data is exactly
+    the json module's: same escapes, same key order, no spaces); otherwise the json module.
+    """
+    if kind == PLAIN:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except (TypeError, orjson.JSONEncodeError):  # pragma: no cover - plain data encodes
+            pass
+    return _canonical(value)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -180,7 +229,7 @@ def to_jsonable(value: Any) -> Any:
     """
     if type(value) is Plain:
         return dict(value)
-    if _is_plain(value):
+    if plain_kind(value):
         return value
     return _encode(value, 0, set())
 
@@ -275,13 +324,12 @@ def dumps_plain(value: Any) -> str:
     """The text :func:`dumps` gives for ``value``, fast when ``value`` is plain JSON data.
 
     Meant for data that already went through :func:`to_jsonable` (an event's validated
-    ``content``/``metadata``): it skips the walk. Anything JSON cannot encode as is falls back
-    to :func:`dumps`, so it never fails either.
+    ``content``/``metadata``); anything else takes :func:`dumps`, so it never fails either.
     """
-    try:
-        return _canonical(value)
-    except (TypeError, ValueError):  # not plain after all (e.g. assigned after validation)
+    kind = plain_kind(value)
+    if kind == NOT_PLAIN:  # not plain after all (e.g. assigned after validation)
         return dumps(value)
+    return encode_plain(value, kind)
 
 
 def loads(text: str | bytes) -> Any:

@@ -14,11 +14,11 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from journal.encoding import to_jsonable
+from journal.encoding import NOT_PLAIN, PLAIN, Plain, plain_kind, to_jsonable
 
 __all__ = [
     "CATEGORIES",
@@ -210,14 +210,11 @@ class NewEvent(BaseModel):
         content and metadata, a UTC ``created_at``) are checked by hand and the event is built
         without pydantic's validation pass; anything else takes the full validation.
         """
-        data = dict(raw)
-        fast = _usual_fields(data)
-        if fast is None:
-            return cls(**data)
-        return cls.model_construct(**fast)
+        return prepare_mapping(raw)[0]
 
 
 _FIELDS: Final = frozenset(NewEvent.model_fields)
+E = TypeVar("E", bound=NewEvent)
 _KNOWN_TYPES: set[tuple[str, str]] = set()  # (category, event_type) pairs already validated
 
 
@@ -232,8 +229,9 @@ def _usual_id(value: object) -> bool:
     )
 
 
-def _usual_fields(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The validated fields of ``data`` if every one is of a usual kind, else ``None``."""
+def _usual_fields(data: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
+    """The validated fields of ``data`` and the :func:`plain_kind` of its content and
+    metadata, if every field is of a usual kind; else ``None``."""
     if not data.keys() <= _FIELDS:
         return None
     event_id = data.get("event_id")
@@ -258,19 +256,69 @@ def _usual_fields(data: dict[str, Any]) -> dict[str, Any] | None:
     elif type(created_at) is not datetime or created_at.tzinfo is not UTC:
         return None
     metadata = data.get("metadata")
-    metadata = {} if metadata is None else to_jsonable(metadata)
+    metadata, metadata_kind = ({}, PLAIN) if metadata is None else _encoded(metadata)
     if type(metadata) is not dict:
         return None
-    return {
+    content, content_kind = _encoded(data.get("content"))
+    fields = {
         "event_id": event_id,
         "thread_id": data["thread_id"],
         "run_id": data["run_id"],
         "category": category,
         "event_type": event_type,
-        "content": to_jsonable(data.get("content")),
+        "content": content,
         "metadata": metadata,
         "created_at": created_at,
     }
+    return fields, content_kind, metadata_kind
+
+
+def _encoded(value: Any) -> tuple[Any, int]:
+    """``to_jsonable(value)`` and its :func:`plain_kind`."""
+    if type(value) is Plain:
+        return dict(value), value.kind
+    kind = plain_kind(value)
+    if kind == NOT_PLAIN:
+        value = to_jsonable(value)
+        kind = plain_kind(value)
+    return value, kind
+
+
+def construct(cls: type[E], values: dict[str, Any]) -> E:
+    """An event of ``cls`` from already-validated values for every field, not re-validated.
+
+    ``model_construct`` minus its per-field bookkeeping: validation and ``model_construct``
+    are the hot cost of reads and appends. Only valid for models without private attributes
+    or post-init hooks (checked, else ``model_construct``).
+    """
+    if not _plain_model(cls):  # pragma: no cover - a future event model with private state
+        return cls.model_construct(**values)
+    event = cls.__new__(cls)
+    object.__setattr__(event, "__dict__", values)
+    object.__setattr__(event, "__pydantic_fields_set__", set(values))
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event
+
+
+def _plain_model(cls: type[BaseModel]) -> bool:
+    return (
+        not cls.__private_attributes__
+        and cls.model_post_init is BaseModel.model_post_init
+        and cls.model_config.get("extra") != "allow"
+    )
+
+
+def prepare_mapping(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int]:
+    """``NewEvent(**raw)`` (same event, same errors; fast for usual input) and the
+    :func:`plain_kind` of its content and metadata."""
+    data = dict(raw)
+    usual = _usual_fields(data)
+    if usual is None:
+        event = NewEvent(**data)
+        return event, plain_kind(event.content), plain_kind(event.metadata)
+    fields, content_kind, metadata_kind = usual
+    return construct(NewEvent, fields), content_kind, metadata_kind
 
 
 class RunEvent(NewEvent):

@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import structlog
-from pydantic import BaseModel
 from sqlite_utils import Database
 
 from journal import _sqlite_schema as sql
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
-from journal.encoding import dumps_plain, loads
+from journal.encoding import loads
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
 from journal.events import (
     EventFilter,
@@ -45,9 +44,10 @@ from journal.events import (
     RunEvent,
     RunSummary,
     ThreadSummary,
+    construct,
     status_from_lifecycle,
 )
-from journal.store import RunEventStore
+from journal.store import RunEventStore, encoded_texts
 
 __all__ = ["SqliteEventStore"]
 
@@ -73,30 +73,9 @@ def _from_micros(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-_ALL_FIELDS: Final = frozenset(RunEvent.model_fields)
-# The shortcut below is model_construct minus its per-field bookkeeping; it is only valid for
-# a model without private attributes or post-init hooks (checked here, else model_construct).
-_PLAIN_MODEL: Final = (
-    not RunEvent.__private_attributes__
-    and RunEvent.model_post_init is BaseModel.model_post_init
-    and RunEvent.model_config.get("extra") != "allow"
-)
-
-
 def _record(values: dict[str, Any]) -> RunEvent:
-    """A ``RunEvent`` from already-validated values for every field, without re-validation.
-
-    Validation and ``model_construct`` are the hot cost of reads and appends; stored rows were
-    validated on the way in.
-    """
-    if not _PLAIN_MODEL:  # pragma: no cover - a future RunEvent with private state
-        return RunEvent.model_construct(**values)
-    record = RunEvent.__new__(RunEvent)
-    object.__setattr__(record, "__dict__", values)
-    object.__setattr__(record, "__pydantic_fields_set__", set(_ALL_FIELDS))
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
-    return record
+    """A ``RunEvent`` from a stored row's values (validated on the way in): not re-validated."""
+    return construct(RunEvent, values)
 
 
 def _row_to_event(row: Sequence[Any]) -> RunEvent:
@@ -227,8 +206,8 @@ class SqliteEventStore(RunEventStore):
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         encoded = [
-            (e, dumps_plain(e.content), dumps_plain(e.metadata), _to_micros(e.created_at))
-            for e in events
+            (e, content, metadata, _to_micros(e.created_at))
+            for e, (content, metadata) in zip(events, encoded_texts(events), strict=True)
         ]
         return self._run("append events", lambda conn: self._append_tx(conn, encoded))
 

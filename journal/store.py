@@ -31,6 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ParamSpec, Self, TypeVar
 
+from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
 from journal.errors import StoreClosedError
 from journal.events import (
     EventFilter,
@@ -38,12 +39,13 @@ from journal.events import (
     RunEvent,
     RunSummary,
     ThreadSummary,
+    prepare_mapping,
     valid_unicode,
     validate_id,
 )
 from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content
 
-__all__ = ["EventLike", "FilterValue", "RunEventStore"]
+__all__ = ["EventLike", "FilterValue", "PreparedBatch", "RunEventStore", "encoded_texts"]
 
 EventLike = NewEvent | Mapping[str, Any]
 FilterValue = str | Iterable[str] | None
@@ -53,6 +55,32 @@ _DEFAULT_PAGE = 1000
 _MAX_CURSOR = 2**63 - 1
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+class PreparedBatch(list[NewEvent]):
+    """The events :meth:`RunEventStore.prepare` validated, with ``texts``: the canonical JSON
+    of each one's content and metadata, in the same order (encoded once, for every use)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[tuple[str, str]] = []
+
+
+def encoded_texts(events: Sequence[NewEvent]) -> list[tuple[str, str]]:
+    """The canonical JSON of each event's content and metadata: a prepared batch's own texts,
+    else encoded now (a backend called with events that did not go through ``prepare``)."""
+    texts = getattr(events, "texts", None)
+    if isinstance(texts, list) and len(texts) == len(events):
+        return texts
+    return [(dumps_plain(e.content), dumps_plain(e.metadata)) for e in events]
+
+
+def _text(value: Any, kind: int) -> str:
+    if kind == NOT_PLAIN:
+        kind = plain_kind(value)
+        if kind == NOT_PLAIN:  # assigned after validation: the rules first
+            return dumps_plain(value)
+    return encode_plain(value, kind)
 
 
 def _filter_set(name: str, value: FilterValue) -> frozenset[str] | None:
@@ -106,21 +134,24 @@ class RunEventStore(ABC):
     def prepare(self, events: Iterable[EventLike]) -> list[NewEvent]:
         """Validate a batch and apply the content caps; raise before anything is written.
 
-        A ``NewEvent`` that needs no change is passed on as is, not copied: backends must not
-        mutate prepared events, and must copy what they keep.
+        Returns a :class:`PreparedBatch`: the events, each encoded once (canonical JSON of its
+        content and metadata, which the size check and the backend both use). A ``NewEvent``
+        that needs no change is passed on as is, not copied: backends must not mutate
+        prepared events, and must copy what they keep.
         """
         if isinstance(events, NewEvent | Mapping):
             raise TypeError("append takes a sequence of events; wrap a single event in a list")
-        prepared: list[NewEvent] = []
+        prepared = PreparedBatch()
         for index, raw in enumerate(events):
             if isinstance(raw, NewEvent):
                 if type(raw) is not NewEvent:  # a RunEvent (e.g. copied): drop its seq
                     event = NewEvent(**raw.model_dump(exclude={"seq"}))
                 else:  # read-only from here: backends copy what they keep, caps copy below
                     event = raw
+                content_kind, metadata_kind = plain_kind(event.content), NOT_PLAIN
             elif isinstance(raw, Mapping):
                 try:
-                    event = NewEvent.from_mapping(raw)
+                    event, content_kind, metadata_kind = prepare_mapping(raw)
                 except ValueError as e:
                     raise ValueError(f"event {index} of the batch is invalid: {e}") from e
             else:
@@ -128,12 +159,13 @@ class RunEventStore(ABC):
                     f"event {index} of the batch is a {type(raw).__name__}; "
                     "expected a NewEvent or a mapping"
                 )
+            content = _text(event.content, content_kind)
             cap = self.content_caps[event.category]
-            content, original = fit_content(event.content, cap)
-            if original is not None:
+            if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
+                shrunk, original = fit_content(event.content, cap)
                 event = event.model_copy(
                     update={
-                        "content": content,
+                        "content": shrunk,
                         "metadata": {
                             **event.metadata,
                             "truncated": True,
@@ -141,7 +173,9 @@ class RunEventStore(ABC):
                         },
                     }
                 )
+                content, metadata_kind = _text(shrunk, NOT_PLAIN), NOT_PLAIN
             prepared.append(event)
+            prepared.texts.append((content, _text(event.metadata, metadata_kind)))
         return prepared
 
     def _check_open(self) -> None:

@@ -345,3 +345,39 @@ def test_fast_path_encodes_exactly_as_the_rules(value: Any) -> None:
     fast = to_jsonable(value)
     assert _canonical(fast) == _canonical(slow)
     assert fast == slow  # encoded data holds no NaN, so equality is exact
+
+
+_json_like = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_json_like)
+def test_fast_encoder_writes_exactly_the_rules_bytes(value: Any) -> None:
+    """Whatever encoder writes plain data, the text is the json module's canonical text."""
+    from journal.encoding import NOT_PLAIN, _canonical, encode_plain, plain_kind
+
+    kind = plain_kind(value)
+    if kind == NOT_PLAIN:  # lone surrogates: the rules replace them first
+        value = to_jsonable(value)
+        kind = plain_kind(value)
+    assert encode_plain(value, kind) == _canonical(value)
+    assert dumps(value) == _canonical(to_jsonable(value))
+
+
+@pytest.mark.parametrize(
+    "text", ["\x00\x01\x1f\x7f", '\b\f\n\r\t"\\/', "\u2028\u2029", "é€😀", "</script>"]
+)
+def test_fast_encoder_escapes_like_the_json_module(text: str) -> None:
+    """Control characters, quotes and non-ASCII text encode byte for byte like the rules."""
+    from journal.encoding import PLAIN, _canonical, encode_plain
+
+    value = {text: [text, {"k": text}]}
+    assert encode_plain(value, PLAIN) == _canonical(value)

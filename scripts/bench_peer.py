@@ -1,0 +1,137 @@
+"""Benchmark: our SQLite append against the ``eventsourcing`` library's SQLite recorder.
+
+Side by side in one process, alternating rounds, same machine, same payload (~200-byte JSON
+objects), same durability (WAL; ``synchronous`` FULL, the peer's default, and NORMAL, our
+default, each for both sides). Ours: ``SqliteEventStore.append`` of plain-dict events (user
+input, fully validated; ids made by the store). Peer: ``SQLiteApplicationRecorder.insert_events``
+of ``StoredEvent`` objects whose state is the same payload, JSON-encoded inside the timing (as
+its mapper would), one aggregate per thread. Batches of 100 events (one transaction each) and
+single-event appends; events/s are medians of ``--rounds`` rounds, and the ratio ours/peer.
+
+Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+from journal import SqliteEventStore
+
+PAYLOAD = {"model": "bench-model", "usage": {"input_tokens": 120, "output_tokens": 40},
+           "text": "the quick brown fox jumps over the lazy dog " * 3}  # fmt: skip
+
+
+def payload(i: int) -> dict[str, Any]:
+    return {**PAYLOAD, "i": i}
+
+
+def ours(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    store = SqliteEventStore(path, synchronous=synchronous)
+    threads = [f"thread-{n}" for n in range(8)]
+
+    def append(start: int, count: int) -> None:
+        thread = threads[start % len(threads)]
+        store.append(
+            [
+                {
+                    "thread_id": thread,
+                    "run_id": "run-1",
+                    "category": "trace",
+                    "event_type": "llm.end",
+                    "content": payload(start + k),
+                }
+                for k in range(count)
+            ]
+        )
+
+    return append, store.close
+
+
+def peer(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    datastore = SQLiteDatastore(str(path))
+    recorder = SQLiteApplicationRecorder(datastore)
+    recorder.create_table()
+    if synchronous != "FULL":
+        with datastore.get_connection(commit=True) as conn:  # the writer connection it reuses
+            conn.cursor().execute(f"PRAGMA synchronous = {synchronous}")
+    aggregates = [uuid.uuid4() for _ in range(8)]
+    versions = dict.fromkeys(aggregates, 0)
+
+    def append(start: int, count: int) -> None:
+        aggregate = aggregates[start % len(aggregates)]
+        first = versions[aggregate]
+        versions[aggregate] = first + count
+        recorder.insert_events(
+            [
+                StoredEvent(
+                    originator_id=aggregate,
+                    originator_version=first + k + 1,
+                    topic="bench:LlmEnd",
+                    state=json.dumps(payload(start + k)).encode(),
+                )
+                for k in range(count)
+            ]
+        )
+
+    return append, datastore.close
+
+
+def rate(append: Callable[[int, int], None], events: int, batch: int, offset: int) -> float:
+    start = time.perf_counter()
+    for n in range(0, events, batch):
+        append(offset + n, batch)
+    return events / (time.perf_counter() - start)
+
+
+def main() -> None:
+    """Run every case and print a Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--events", type=int, default=20_000)
+    args = parser.parse_args()
+    rows = [
+        "| synchronous | batch | ours events/s | peer events/s | ours / peer |",
+        "|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for synchronous in ("FULL", "NORMAL"):
+            for batch in (100, 1):
+                events = args.events if batch > 1 else max(args.events // 10, 200)
+                sides = {
+                    "ours": ours(Path(tmp) / f"ours-{synchronous}-{batch}.db", synchronous),
+                    "peer": peer(Path(tmp) / f"peer-{synchronous}-{batch}.db", synchronous),
+                }
+                rates: dict[str, list[float]] = {name: [] for name in sides}
+                for round_no in range(args.rounds + 1):
+                    order = list(sides) if round_no % 2 else list(reversed(sides))
+                    for name in order:
+                        measured = rate(sides[name][0], events, batch, round_no * events)
+                        if round_no:  # the first round warms up
+                            rates[name].append(measured)
+                for _, close in sides.values():
+                    close()
+                ours_rate = statistics.median(rates["ours"])
+                peer_rate = statistics.median(rates["peer"])
+                rows.append(
+                    f"| {synchronous} | {batch} | {ours_rate:,.0f} | {peer_rate:,.0f} | "
+                    f"{ours_rate / peer_rate:.2f} |"
+                )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
