@@ -143,7 +143,12 @@ class RunJournal(TraceCallbacks):
     manager) when done; :meth:`flush` / :meth:`aflush` wait until queued events are stored.
     Keyword options: ``thread_id`` (the thread of runs without thread metadata),
     ``spool_path``, ``flush_interval`` (<= 0.1 s), ``max_batch``, ``max_buffer``,
-    ``retry_delays`` (the backoff before a batch goes to the spool).
+    ``retry_delays`` (the backoff before a batch goes to the spool), ``close_timeout`` (how
+    long :meth:`close` and the interpreter's exit wait for the store before spooling the rest;
+    default 5 s).
+
+    A spool left by an earlier process is replayed before the threads it names are written
+    again; spooled events are replayed by the journal itself once the store answers again.
     """
 
     def record_middleware(
