@@ -69,6 +69,7 @@ from journal.errors import (
 )
 from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
 from journal.store import RunEventStore
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["PostgresEventStore"]
 
@@ -187,8 +188,9 @@ class PostgresEventStore(RunEventStore):
         min_size: int = 1,
         max_size: int = 8,
         content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        super().__init__(content_caps=content_caps)
+        super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
             raise ValueError(
                 "PostgresEventStore needs a postgresql://user:password@host:port/db URL"

@@ -48,6 +48,7 @@ from journal.events import (
     status_from_lifecycle,
 )
 from journal.store import RunEventStore
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
 
@@ -151,8 +152,9 @@ class SqliteEventStore(RunEventStore):
         busy_timeout: float = 5.0,
         retry_deadline: float = 60.0,
         content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        super().__init__(content_caps=content_caps)
+        super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
         text = os.fspath(path)

@@ -41,7 +41,7 @@ from journal.events import (
     valid_unicode,
     validate_id,
 )
-from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content
+from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP, fit_content, fit_metadata
 
 __all__ = ["EventLike", "FilterValue", "RunEventStore"]
 
@@ -85,10 +85,20 @@ class RunEventStore(ABC):
     """An append-only store of run events, numbered by a gap-free per-thread ``seq``.
 
     Subclasses implement the underscore hooks; the public methods validate input, apply the
-    content caps and enforce the contract in the module docstring.
+    content caps and the metadata cap (``metadata_cap`` bytes; an ``llm.start`` ``context``
+    record is never cut, see :mod:`journal.truncation`) and enforce the contract in the module
+    docstring.
     """
 
-    def __init__(self, *, content_caps: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
+    ) -> None:
+        if isinstance(metadata_cap, bool) or not isinstance(metadata_cap, int) or metadata_cap < 64:
+            raise ValueError("metadata_cap must be an int >= 64 (bytes)")
+        self.metadata_cap = metadata_cap
         caps = dict(DEFAULT_CONTENT_CAPS)
         if content_caps:
             for category, cap in content_caps.items():
@@ -130,17 +140,11 @@ class RunEventStore(ABC):
                 )
             cap = self.content_caps[event.category]
             content, original = fit_content(event.content, cap)
+            metadata = fit_metadata(event.event_type, event.metadata, self.metadata_cap)
             if original is not None:
-                event = event.model_copy(
-                    update={
-                        "content": content,
-                        "metadata": {
-                            **event.metadata,
-                            "truncated": True,
-                            "original_bytes": original,
-                        },
-                    }
-                )
+                metadata = {**metadata, "truncated": True, "original_bytes": original}
+            if original is not None or metadata is not event.metadata:
+                event = event.model_copy(update={"content": content, "metadata": metadata})
             prepared.append(event)
         return prepared
 
