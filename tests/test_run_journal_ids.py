@@ -196,10 +196,12 @@ def test_resent_summary_message_is_not_a_human_input(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("raw", ["  padded  ", "x" * 300, "nul\x00inside", "line\nbreak", "\t"])
-def test_a_thread_id_that_is_no_journal_id_maps_to_a_stable_valid_one(raw: str) -> None:
+def test_a_thread_id_that_is_no_journal_id_maps_to_a_stable_valid_one(
+    raw: str, tmp_path: Path
+) -> None:
     """Runs of an unusable thread id are journaled under one stable valid id, original kept."""
     store = MemoryEventStore()
-    with RunJournal(store, spool_path="unused-spool.jsonl") as journal:
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
         for question in ("one", "two"):
             agent = create_agent(ScriptedChatModel([ai("answer")]), [])
             agent.invoke(

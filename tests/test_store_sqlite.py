@@ -389,7 +389,9 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         conn.close()
 
 
-_RAW_COLUMNS = "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
+_RAW_COLUMNS = (
+    "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
+)
 
 
 def _raw(conn: sqlite3.Connection, verb: str, *values: object) -> None:
