@@ -13,6 +13,11 @@ Guarantees beyond the contract in :mod:`journal.store`:
   with the same new ``event_id`` end the same way: the loser retries and gets the winner's
   record. Deadlocks, serialization failures and lost connections are retried too (up to 5
   attempts).
+* **Survives a server restart.** Each pooled connection is checked before it is handed out
+  and replaced if the server closed it, so the first operation after a restart succeeds.
+* **History no role rewrites.** Only whole threads are deleted, through a ``SECURITY
+  DEFINER`` function; single events and thread heads are protected by triggers against any
+  role (see :mod:`journal._postgres_schema`).
 * **Fails fast.** ``connect_timeout`` bounds connecting and waiting for a pooled connection,
   ``statement_timeout`` any one statement; a down server raises ``StoreUnavailableError``
   (with the driver's reason, e.g. refused or unknown database) instead of hanging. psycopg
@@ -218,9 +223,11 @@ class PostgresEventStore(RunEventStore):
             "options": f"{url_options} {own_options}".strip(),
             "application_name": "runjournal",
         }
+        # check: a pooled connection a server restart killed is replaced before use, so
+        # the first operation after a restart does not fail
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url, kwargs=self._kwargs, min_size=min_size, max_size=max_size,
-            timeout=self._timeout, open=False, name="runjournal",
+            timeout=self._timeout, open=False, name="runjournal", check=self._check_pooled,
         )  # fmt: skip
         self._driver: DriverLoop | None = None  # async pool's home, made on first async use
         self._apool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] | None = None
@@ -232,6 +239,33 @@ class PostgresEventStore(RunEventStore):
             raise _translate(e, self._where) from e
         self._pool.open(wait=False)
         log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
+
+    # -- pooled connections: dead ones never reach an operation -----------------------------
+
+    def _check_pooled(self, conn: psycopg.Connection[Row]) -> None:
+        """Check ``conn`` before use; if it is dead, replace every dead idle one, then fail.
+
+        A server restart kills all idle connections at once. psycopg_pool retries a failed
+        check with a growing delay (1 s, 2 s…), so discarding them one by one would outlast
+        ``connect_timeout``; checking the whole pool on the first failure makes the next
+        attempt get a new connection.
+        """
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            log.info("postgres_dead_connection_replaced", where=self._where)
+            self._pool.check()
+            raise
+
+    async def _acheck_pooled(self, conn: psycopg.AsyncConnection[Row]) -> None:
+        """Async :meth:`_check_pooled`."""
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            log.info("postgres_dead_connection_replaced", where=self._where)
+            if self._apool is not None:
+                await self._apool.check()
+            raise
 
     # -- drivers: pool, transaction and retry around an operation ----------------------------
 
@@ -285,7 +319,7 @@ class PostgresEventStore(RunEventStore):
                 self._apool = AsyncConnectionPool(
                     self._url, kwargs=self._kwargs, min_size=self._sizes[0],
                     max_size=self._sizes[1], timeout=self._timeout, open=False,
-                    name="runjournal-async",
+                    name="runjournal-async", check=self._acheck_pooled,
                 )  # fmt: skip
             assert self._apool is not None
             return self._driver, self._apool
