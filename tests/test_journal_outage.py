@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -11,11 +12,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from journal import MemoryEventStore, RunEvent, RunJournal, SqliteEventStore, recover_spool
 from journal.events import NewEvent
+from journal.postgres import PostgresEventStore
 from journal.spool import read_spool
 from tests.cli_helpers import ROOT, cli_env
 from tests.flaky_stores import FlakyStore
+from tests.postgres_server import PostgresServer, PostgresServerError, fresh_database_url
 from tests.test_run_journal_failures import FAST_RETRY, assert_gap_free_unique, run_agent
 
 
@@ -142,3 +147,50 @@ def test_restarted_journal_replays_an_old_spool_before_writing_its_threads(
     humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
     assert humans == ["before the restart", "after the restart"]
     assert_in_time_order(stored)
+
+
+@pytest.mark.postgres
+def test_exit_while_postgres_is_down_spools_every_queued_event(tmp_path: Path) -> None:
+    """An app whose PostgreSQL stops mid-work exits promptly; recover stores every event."""
+    spool = tmp_path / "spool.jsonl"
+    try:
+        server = PostgresServer().start()
+    except PostgresServerError as e:
+        if os.environ.get("RUNJOURNAL_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required (RUNJOURNAL_REQUIRE_POSTGRES=1): {e}")
+        pytest.skip(f"PostgreSQL cluster could not start: {e}")
+    try:
+        url = fresh_database_url(server.url)
+        script = textwrap.dedent(
+            f"""
+            import sys
+            from journal import RunJournal, open_store
+            from tests.test_run_journal_failures import run_agent
+            journal = RunJournal(open_store({url!r}), spool_path={str(spool)!r})
+            print("ready", flush=True)
+            sys.stdin.readline()
+            for n in range(3):
+                run_agent(journal, thread=f"t{{n}}")
+            """
+        )
+        app = subprocess.Popen(
+            [sys.executable, "-c", script], cwd=ROOT, env=cli_env(), text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert app.stdout is not None and app.stdin is not None
+        while app.stdout.readline().strip() != "ready":
+            pass
+        server.stop_server()
+        app.stdin.write("go\n")
+        app.stdin.flush()
+        assert app.wait(120) == 0
+        server.start_again()
+        with PostgresEventStore(url) as store:
+            recover_spool(spool, store)
+            per_run = healthy_count(tmp_path)
+            for n in range(3):
+                events = assert_gap_free_unique(store, f"t{n}")
+                assert len(events) == per_run
+                assert_in_time_order(events)
+    finally:
+        server.stop()
