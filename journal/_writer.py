@@ -265,6 +265,8 @@ class Writer:
 
     def _adopt_spool(self) -> None:
         """A spool left by an earlier process: its threads wait for it to be replayed."""
+        if not self.spool.path.exists():  # the usual case: no lock file is made for nothing
+            return
         try:
             threads = spooled_threads(self.spool.path)
         except OSError as e:
