@@ -13,8 +13,10 @@ Guarantees beyond the contract in :mod:`journal.store`:
   with the same new ``event_id`` end the same way: the loser retries and gets the winner's
   record. Deadlocks, serialization failures and lost connections are retried too (up to 5
   attempts).
-* **Survives a server restart.** Each pooled connection is checked before it is handed out
-  and replaced if the server closed it, so the first operation after a restart succeeds.
+* **Survives a server restart.** A pooled connection the server closed (a restart, a killed
+  backend) is noticed before it is handed out, without a round trip for a healthy one, and
+  every dead idle connection is then replaced at once, so the first operation after a restart
+  succeeds.
 * **History no role rewrites.** Only whole threads are deleted, through a ``SECURITY
   DEFINER`` function; single events and thread heads are protected by triggers against any
   role (see :mod:`journal._postgres_schema`).
@@ -39,6 +41,7 @@ The schema is created and upgraded on open by versioned migrations (see
 from __future__ import annotations
 
 import asyncio
+import select
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack
@@ -169,6 +172,21 @@ async def _adrive(conn: psycopg.AsyncConnection[Row], op: Op[T]) -> T:
                 return result
 
 
+def _maybe_dead(conn: psycopg.Connection[Row] | psycopg.AsyncConnection[Row]) -> bool:
+    """Whether an idle pooled connection needs a round trip to prove it is alive.
+
+    An idle connection has nothing to read unless the server sent something: typically the
+    notice and end of file of a server shutting down or of a terminated backend.
+    """
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)
+
+
 # -- the store -----------------------------------------------------------------------------
 
 
@@ -243,13 +261,16 @@ class PostgresEventStore(RunEventStore):
     # -- pooled connections: dead ones never reach an operation -----------------------------
 
     def _check_pooled(self, conn: psycopg.Connection[Row]) -> None:
-        """Check ``conn`` before use; if it is dead, replace every dead idle one, then fail.
+        """Before use: if ``conn`` may be dead, replace every dead idle one, then fail it.
 
-        A server restart kills all idle connections at once. psycopg_pool retries a failed
-        check with a growing delay (1 s, 2 s…), so discarding them one by one would outlast
-        ``connect_timeout``; checking the whole pool on the first failure makes the next
-        attempt get a new connection.
+        A server restart (or a killed backend) makes the server close the connection, which
+        leaves it readable; an idle connection with nothing to read is handed out without a
+        round trip. psycopg_pool retries a failed check with a growing delay (1 s, 2 s…), so
+        discarding dead connections one by one would outlast ``connect_timeout``: checking
+        the whole pool on the first failure makes the next attempt get a new connection.
         """
+        if not _maybe_dead(conn):
+            return
         try:
             ConnectionPool.check_connection(conn)
         except psycopg.Error:
@@ -259,6 +280,8 @@ class PostgresEventStore(RunEventStore):
 
     async def _acheck_pooled(self, conn: psycopg.AsyncConnection[Row]) -> None:
         """Async :meth:`_check_pooled`."""
+        if not _maybe_dead(conn):
+            return
         try:
             await AsyncConnectionPool.check_connection(conn)
         except psycopg.Error:
