@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
@@ -11,6 +13,7 @@ import httpx
 import pytest
 
 from history.app import create_app
+from history.server import serve_in_thread
 from history.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.events import EventFilter, validate_id
@@ -177,3 +180,56 @@ async def test_openapi_says_exactly_which_thread_ids_are_accepted() -> None:
             assert allowed == valid, value
             response = await http.get(f"/api/threads/{quote(value, safe='/')}/events")
             assert response.status_code == (404 if allowed else 422), value
+
+
+class StuckStore(MemoryEventStore):
+    """Reads of thread ``stuck`` hang until ``release`` is set (a slow disk, a huge backlog)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.stuck = 0
+        self.most_stuck = 0
+        self._count = threading.Lock()
+
+    def _read(
+        self,
+        thread_id: str,
+        after_seq: int | None,
+        before_seq: int | None,
+        limit: int | None,
+        flt: EventFilter,
+    ) -> list[RunEvent]:
+        if thread_id == "stuck" and not self.release.is_set():
+            with self._count:
+                self.stuck += 1
+                self.most_stuck = max(self.most_stuck, self.stuck)
+            self.release.wait(60)
+            with self._count:
+                self.stuck -= 1
+        return super()._read(thread_id, after_seq, before_seq, limit, flt)
+
+
+async def test_streams_stuck_reading_never_starve_other_requests() -> None:
+    """Eight streams whose reads hang take one worker; other requests are still answered."""
+    store = StuckStore()
+    store.append([ev("stuck"), ev("other")])
+    settings = StreamSettings(poll_interval=0.02, heartbeat_interval=5, stream_reads=1)
+
+    async def open_stream(client: httpx.AsyncClient) -> None:
+        params = {"after_seq": 0, "max_events": 1}
+        async with client.stream("GET", "/api/threads/stuck/stream", params=params) as response:
+            async for _ in response.aiter_bytes():
+                pass
+
+    with serve_in_thread(create_app(store, stream_settings=settings)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            streams = [asyncio.create_task(open_stream(client)) for _ in range(8)]
+            while store.stuck == 0:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)  # give every stream the chance to start reading
+            response = await client.get("/api/threads/other/events")
+            assert response.status_code == 200 and len(response.json()["events"]) == 1
+            assert store.most_stuck == 1
+            store.release.set()
+            await asyncio.gather(*streams)
