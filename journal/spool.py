@@ -46,6 +46,7 @@ __all__ = [
     "Spool",
     "SpoolReplay",
     "areplay_spool",
+    "lock_path",
     "read_spool",
     "recover_spool",
     "replay_spool",
