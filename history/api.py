@@ -9,6 +9,7 @@ than 256 characters) is 422; a store failure is 503. Nothing a client sends yiel
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
@@ -16,6 +17,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
 
+from history._bounded import forward_page
+from history._reads import arun_plan
 from history.api_models import DeleteResult, ErrorBody, EventPage, HistoryPage, RunList, ThreadList
 from history.errors import ThreadNotFoundError
 from history.sse import StreamControl, StreamSettings, stream_events
@@ -28,6 +31,12 @@ __all__ = ["MAX_SEQ", "EventStreamResponse", "build_api_router"]
 #: The largest seq a cursor accepts (the largest integer JavaScript represents exactly).
 MAX_SEQ: Final = 2**53 - 1
 _NO_CONTROL: Final = r"^[^\x00-\x1f\x7f]+$"
+#: What ``validate_id`` accepts, as a pattern: no control character, and no whitespace (as
+#: ``str.strip`` sees it) at either end. Explicit classes: ``\s`` differs between dialects.
+_ID_EDGE: Final = r"[^\x00-\x20\x7f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+ID_PATTERN: Final = rf"^{_ID_EDGE}(?:[^\x00-\x1f\x7f]*{_ID_EDGE})?$"
+#: A Last-Event-ID: the decimal seq of an event (larger values resume after every seq).
+LAST_EVENT_ID_PATTERN: Final = r"^[0-9]{1,20}$"
 _NOT_FOUND: Final[dict[int | str, dict[str, Any]]] = {
     404: {"model": ErrorBody, "description": "The thread has no events."}
 }
@@ -80,14 +89,15 @@ def _thread_id(
         Path(
             min_length=1,
             max_length=MAX_ID_LENGTH,
-            pattern=_NO_CONTROL,
-            description="The thread (LangGraph configurable.thread_id); may contain '/'.",
+            pattern=ID_PATTERN,
+            description="The thread (LangGraph configurable.thread_id); may contain '/'; no "
+            "control characters, no whitespace at either end.",
         ),
     ],
 ) -> str:
     try:
         return validate_id(thread_id, "thread_id")
-    except ValueError as e:  # e.g. leading/trailing whitespace, which the pattern lets through
+    except ValueError as e:  # a lone surrogate: the pattern cannot say it
         raise RequestValidationError(
             [{"type": "value_error", "loc": ("path", "thread_id"), "msg": str(e)}]
         ) from None
@@ -107,21 +117,14 @@ class EventStreamResponse(StreamingResponse):
 
 
 def _resume_point(last_event_id: str | None, after_seq: int | None) -> int | None:
-    """``Last-Event-ID`` (a reconnecting client) wins over ``after_seq``."""
+    """``Last-Event-ID`` (a reconnecting client) wins over ``after_seq``.
+
+    The header's schema (``LAST_EVENT_ID_PATTERN``) already holds it to digits; a value
+    beyond the largest seq resumes after every seq.
+    """
     if last_event_id is None:
         return after_seq
-    stripped = last_event_id.strip()
-    if not stripped.isascii() or not stripped.isdigit() or int(stripped) > MAX_SEQ:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("header", "Last-Event-ID"),
-                    "msg": "Last-Event-ID must be the id (seq) of an event this stream sent",
-                }
-            ]
-        )
-    return int(stripped)
+    return min(int(last_event_id), MAX_SEQ)
 
 
 def build_api_router(
@@ -129,6 +132,7 @@ def build_api_router(
 ) -> APIRouter:
     """The ``/api`` routes reading ``store`` (mount with ``prefix="/api"``)."""
     router = APIRouter(tags=["threads"])
+    stream_reads = asyncio.Semaphore(settings.stream_reads)  # shared by the app's streams
 
     async def require_thread(thread_id: str) -> int:
         last = await store.alast_seq(thread_id)
@@ -160,10 +164,16 @@ def build_api_router(
         """One page of the conversation timeline: messages and summary markers, by seq.
 
         Without ``before_seq``: the newest ``limit`` items. Follow ``next_before_seq`` back to
-        seq 1; every item appears on exactly one page.
+        seq 1; every item appears on exactly one page. A page is bounded in bytes too
+        (``size_limited``: it holds the newest items that fit).
         """
         return await abuild_timeline(
-            store, thread_id, before_seq=before_seq, limit=limit, include_markers=include_markers
+            store,
+            thread_id,
+            before_seq=before_seq,
+            limit=limit,
+            include_markers=include_markers,
+            max_bytes=settings.page_bytes,
         )
 
     @router.get(
@@ -180,23 +190,21 @@ def build_api_router(
         """Raw events ascending by seq, filtered before the limit.
 
         ``next_after_seq`` is the seq of the last event returned (or ``after_seq`` if none):
-        pass it back to read on, now if ``has_more``, later to poll for new events.
+        pass it back to read on, now if ``has_more``, later to poll for new events. A page
+        is bounded in bytes too: it ends before ``limit`` events when they would pass the
+        server's page size (``size_limited``; ``has_more`` is then true).
         """
         await require_thread(thread_id)
-        events = await store.aread(
-            thread_id,
-            after_seq=after_seq,
-            limit=limit + 1,
-            category=category,
-            event_type=event_type,
-            run_id=run_id,
+        filters = {"category": category, "event_type": event_type, "run_id": run_id}
+        page = await arun_plan(
+            store, forward_page(thread_id, after_seq, limit, settings.page_bytes, filters)
         )
-        page = events[:limit]
         return EventPage(
             thread_id=thread_id,
-            events=page,
-            has_more=len(events) > limit,
-            next_after_seq=page[-1].seq if page else after_seq,
+            events=page.events,
+            has_more=page.has_more,
+            size_limited=page.size_limited,
+            next_after_seq=page.events[-1].seq if page.events else after_seq,
         )
 
     @router.get("/threads/{thread_id:any_text}/runs", response_model=RunList, responses=_NOT_FOUND)
@@ -238,7 +246,8 @@ def build_api_router(
             Header(
                 alias="Last-Event-ID",
                 max_length=20,
-                description="Resume after this id; wins over after_seq.",
+                pattern=LAST_EVENT_ID_PATTERN,
+                description="Resume after this id (a seq); wins over after_seq.",
             ),
         ] = None,
         max_events: Annotated[
@@ -272,6 +281,7 @@ def build_api_router(
                 category=category,
                 event_type=event_type,
                 run_id=run_id,
+                read_gate=stream_reads,
             )
         )
 

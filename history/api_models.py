@@ -50,6 +50,11 @@ class EventPage(BaseModel):
     thread_id: str
     events: list[RunEvent]
     has_more: bool = Field(description="True when more matching events follow this page.")
+    size_limited: bool = Field(
+        default=False,
+        description="True when the page ended before ``limit`` events because it reached the "
+        "server's byte bound (``has_more`` is then true: read on from ``next_after_seq``).",
+    )
     next_after_seq: int | None = Field(
         description="The seq of the last event returned (``after_seq`` if none): pass it "
         "back as ``after_seq`` to read on, now if ``has_more``, later to poll."
@@ -143,3 +148,8 @@ class HistoryPage(BaseModel):
     items: list[HistoryItem]
     has_more: bool
     next_before_seq: int | None
+    size_limited: bool = Field(
+        default=False,
+        description="True when the page holds fewer than ``limit`` items because they reached "
+        "the server's byte bound (``has_more`` is then true: read on from ``next_before_seq``).",
+    )

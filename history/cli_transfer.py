@@ -100,6 +100,8 @@ def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
         raw: Any = json.loads(line)
     except json.JSONDecodeError as e:
         raise UserError(f"line {number}: not JSON ({e.msg} at column {e.colno})") from None
+    except (RecursionError, MemoryError, ValueError) as e:  # too deep, too big a number
+        raise UserError(f"line {number}: not readable JSON ({type(e).__name__})") from None
     if not isinstance(raw, dict):
         raise UserError(
             f"line {number}: expected a JSON object (one event), got {type(raw).__name__}"
@@ -115,6 +117,8 @@ def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
         raise UserError(f"line {number}: not a valid event ({'; '.join(problems)})") from None
     except (ValueError, TypeError) as e:
         raise UserError(f"line {number}: not a valid event ({e})") from None
+    except (RecursionError, MemoryError) as e:
+        raise UserError(f"line {number}: not a valid event ({type(e).__name__})") from None
 
 
 @click.command(name="import")
@@ -217,9 +221,10 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
     """Replay a RunJournal spool file (events it could not write) into the store.
 
     Events keep their ids and timestamps and are stored in spool order; an event already in
-    the store is not stored twice, so re-running is safe. On a store failure, or when a line
-    is not a spooled event, the spool file stays in place; a file without any spooled event
-    is a user error.
+    the store is not stored twice, so re-running is safe. Stored lines leave the file; a line
+    that is not a spooled event (torn, too deep, invalid) is named by its number and stays,
+    as do lines a running app appends meanwhile (both sides lock the file). On a store
+    failure the file stays as it was; a file without any spooled event is a user error.
     """
     from journal.spool import recover_spool
 
@@ -247,16 +252,19 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
                 "spool": str(spool),
                 "recovered": done.events,
                 "skipped": done.skipped_lines,
+                "bad_lines": list(done.bad_lines),
                 "removed": done.removed,
             }
         )
-        return
-    notes = err_console()
-    notes.print(f"recovered {done.events} events from {spool}")
+    else:
+        err_console().print(f"recovered {done.events} events from {spool}")
     if done.skipped_lines:
-        notes.print(
-            f"note: {done.skipped_lines} lines of {spool} are not spooled events (a line torn "
-            "by a crash?); the file was kept: look at it, then delete it"
+        numbers = ", ".join(map(str, done.bad_lines[:20])) + (
+            ", ..." if len(done.bad_lines) > 20 else ""
+        )
+        err_console().print(
+            f"note: line {numbers} of {spool} (as read) are not spooled events (torn by a "
+            "crash? too deep?); they were kept in the file: look at them, then delete it"
         )
 
 

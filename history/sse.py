@@ -8,9 +8,11 @@ Wire format of one event (https://html.spec.whatwg.org/multipage/server-sent-eve
 
 Guarantees of :func:`stream_events`:
 
-* Events arrive in ascending ``seq``, each once. A client that reconnects with the last ``id`` it
-  received (``Last-Event-ID``) gets every later event exactly once: the stream is a cursor over
-  the append-only store, never a broadcast that can be missed.
+* Events arrive in ascending ``seq``, each once, read in batches bounded in events and bytes;
+  an app's streams take turns reading the store, so many slow readers cannot starve others.
+  A client that reconnects with the last ``id`` it received (``Last-Event-ID``) gets every
+  later event exactly once: the stream is a cursor over the append-only store, never a
+  broadcast that can be missed.
 * While idle, a comment line (``: ping``) is sent every ``heartbeat_interval`` seconds so proxies
   keep the connection and dead clients are noticed.
 * If the thread is deleted while streaming, an ``event: thread_deleted`` is sent and the stream
@@ -32,6 +34,8 @@ from typing import Final
 
 import structlog
 
+from history._bounded import DEFAULT_PAGE_BYTES, forward_page
+from history._reads import arun_plan
 from journal.errors import StoreError
 from journal.events import RunEvent
 from journal.store import FilterValue, RunEventStore
@@ -49,20 +53,28 @@ class StreamSettings:
     """How streams poll the store.
 
     ``poll_interval``: seconds between polls while idle. ``heartbeat_interval``: seconds of
-    silence before a ``: ping`` comment. ``batch``: events read per poll. ``max_seconds``: a
-    server-side cap on any stream's life (``None``: no cap), after which clients reconnect.
+    silence before a ``: ping`` comment. ``batch``: events read per poll at most.
+    ``page_bytes``: the byte bound of a stream batch, and of every JSON page the app serves
+    (``/events``, ``/history``). ``stream_reads``: how many streams of an app read the store at
+    once (the others wait their turn), so streams, slow readers' included, never take every
+    worker from other requests. ``max_seconds``: a server-side cap on any stream's life
+    (``None``: no cap), after which clients reconnect.
     """
 
     poll_interval: float = 0.25
     heartbeat_interval: float = 15.0
     batch: int = 500
     max_seconds: float | None = None
+    page_bytes: int = DEFAULT_PAGE_BYTES
+    stream_reads: int = 2
 
     def __post_init__(self) -> None:
         if self.poll_interval <= 0 or self.heartbeat_interval <= 0:
             raise ValueError("poll_interval and heartbeat_interval must be > 0 seconds")
         if self.batch < 1:
             raise ValueError("batch must be >= 1")
+        if self.page_bytes < 1 or self.stream_reads < 1:
+            raise ValueError("page_bytes and stream_reads must be >= 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ValueError("max_seconds must be > 0 or None")
 
@@ -115,8 +127,15 @@ async def stream_events(
     category: FilterValue = None,
     event_type: FilterValue = None,
     run_id: FilterValue = None,
+    read_gate: asyncio.Semaphore | None = None,
 ) -> AsyncIterator[bytes]:
-    """Yield the SSE messages of ``thread_id``'s events with seq > ``after_seq`` (see module)."""
+    """Yield the SSE messages of ``thread_id``'s events with seq > ``after_seq`` (see module).
+
+    Each batch holds at most ``settings.batch`` events and ``settings.page_bytes`` bytes (at
+    least one event); ``read_gate`` (shared by an app's streams) bounds how many read at once.
+    """
+    gate = read_gate if read_gate is not None else asyncio.Semaphore(1)
+    filters = {"category": category, "event_type": event_type, "run_id": run_id}
     loop = asyncio.get_running_loop()
     limits = [t for t in (timeout, settings.max_seconds) if t is not None]
     deadline = loop.time() + min(limits) if limits else None
@@ -128,14 +147,12 @@ async def stream_events(
         # thread written again has new event ids), so a page read before it is from this thread.
         anchor = await _event_id_at(store, thread_id, cursor) if cursor > 0 else None
         while True:
-            page = await store.aread(
-                thread_id,
-                after_seq=cursor,
-                limit=settings.batch,
-                category=category,
-                event_type=event_type,
-                run_id=run_id,
-            )
+            async with gate:
+                batch = await arun_plan(
+                    store,
+                    forward_page(thread_id, cursor, settings.batch, settings.page_bytes, filters),
+                )
+            page = batch.events
             if cursor > 0 and (
                 anchor is None or await _event_id_at(store, thread_id, cursor) != anchor
             ):
@@ -154,7 +171,7 @@ async def stream_events(
             if control.closed:
                 reason = "shutdown"
                 return
-            if len(page) == settings.batch:
+            if batch.has_more:
                 continue  # more is waiting: read on without sleeping
             if await is_disconnected():
                 reason = "disconnected"

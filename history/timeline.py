@@ -7,6 +7,9 @@ a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guara
   with it, the newest ``limit`` items whose seq is below ``before_seq``.
 * Following ``next_before_seq`` (``None`` on the last page) walks back to seq 1: every item of
   the thread appears on exactly one page, none lost, none repeated.
+* A page is bounded in bytes as well (``max_bytes``, 4 MiB by default, measured on the events'
+  JSON): when the newest ``limit`` items would pass it, the page holds the newest items that
+  fit (at least one), ``has_more`` is true and ``size_limited`` is set.
 * Filters (``include_markers``) apply before the limit; a page reads O(limit) events through
   the store's ``event_type`` filter, plus a bounded backward scan per marker (see below).
 * Message items (``human``/``ai``/``tool``): ``id`` (the message's state id, or
@@ -31,8 +34,9 @@ a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guara
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
+from history._bounded import DEFAULT_PAGE_BYTES, backward_page
 from history._catalog import (
     MESSAGE_TYPES,
     REMOVE,
@@ -88,6 +92,7 @@ class TimelinePage(TypedDict):
     items: list[TimelineItem]
     has_more: bool
     next_before_seq: int | None
+    size_limited: NotRequired[bool]
 
 
 def _check_args(limit: int, before_seq: int | None) -> None:
@@ -216,22 +221,22 @@ def removal_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
 
 
 def timeline_plan(
-    thread_id: str, before_seq: int | None, limit: int, include_markers: bool
+    thread_id: str,
+    before_seq: int | None,
+    limit: int,
+    include_markers: bool,
+    max_bytes: int = DEFAULT_PAGE_BYTES,
 ) -> Plan[TimelinePage]:
     """Plan: one timeline page (the logic of :func:`build_timeline`)."""
     _check_args(limit, before_seq)
+    check_int("max_bytes", max_bytes, 1)
     last = yield LastSeq(thread_id)
     if last == 0:
         raise ThreadNotFoundError(thread_id)
     types = TIMELINE_TYPES if include_markers else MESSAGE_TYPES
     cursor = last + 1 if before_seq is None else before_seq
-    # one extra event tells whether an older page exists
-    events: list[RunEvent] = yield Read(
-        thread_id, {"before_seq": cursor, "limit": limit + 1, "event_type": types}
-    )
-    has_more = len(events) > limit
-    if has_more:
-        events = events[1:]
+    page = yield from backward_page(thread_id, cursor, limit, max_bytes, {"event_type": types})
+    events, has_more = page.events, page.has_more
     items: list[TimelineItem] = []
     for event in events:
         if event.event_type == SUMMARIZE:
@@ -240,12 +245,15 @@ def timeline_plan(
             items.append((yield from removal_item(thread_id, event)))
         else:
             items.append(_message_item(event))
-    return {
+    result: TimelinePage = {
         "thread_id": thread_id,
         "items": items,
         "has_more": has_more,
         "next_before_seq": events[0].seq if has_more else None,
     }
+    if page.size_limited:
+        result["size_limited"] = True
+    return result
 
 
 def build_timeline(
@@ -255,13 +263,15 @@ def build_timeline(
     before_seq: int | None = None,
     limit: int = 50,
     include_markers: bool = True,
+    max_bytes: int = DEFAULT_PAGE_BYTES,
 ) -> TimelinePage:
     """One page of the thread's timeline (guarantees in the module docstring).
 
     Raises ``ThreadNotFoundError`` for a thread without events, ``ValueError``/``TypeError``
     for a bad argument, ``StoreError`` when the store fails.
     """
-    return run_plan(store, timeline_plan(thread_id, before_seq, limit, include_markers))
+    plan = timeline_plan(thread_id, before_seq, limit, include_markers, max_bytes)
+    return run_plan(store, plan)
 
 
 async def abuild_timeline(
@@ -271,6 +281,8 @@ async def abuild_timeline(
     before_seq: int | None = None,
     limit: int = 50,
     include_markers: bool = True,
+    max_bytes: int = DEFAULT_PAGE_BYTES,
 ) -> TimelinePage:
     """Async :func:`build_timeline`, on the store's async methods (never blocks the loop)."""
-    return await arun_plan(store, timeline_plan(thread_id, before_seq, limit, include_markers))
+    plan = timeline_plan(thread_id, before_seq, limit, include_markers, max_bytes)
+    return await arun_plan(store, plan)

@@ -19,6 +19,7 @@ from journal.events import (
     RunEvent,
     RunSummary,
     ThreadSummary,
+    journal_thread_id,
 )
 from journal.memory import MemoryEventStore
 from journal.messages import content_to_message, message_to_content
@@ -54,6 +55,7 @@ __all__ = [
     "content_to_message",
     "copy_store",
     "dumps",
+    "journal_thread_id",
     "loads",
     "message_to_content",
     "open_store",

@@ -22,7 +22,7 @@ from langgraph.callbacks import GraphCallbackHandler
 from journal._capture import is_summary
 from journal._edits import AppliedEdit, inferred_summary, replay_order, settle_step, state_ids
 from journal._run_state import Node, RunState, SpinLock, ThreadState, ThreadStates, caller_for
-from journal._writer import SKIP, Extra, Lazy, Pending, Writer
+from journal._writer import DEFAULT_CLOSE_TIMEOUT, SKIP, Extra, Lazy, Pending, Writer
 from journal.digests import ContextIndex, stored_digest
 from journal.events import MAX_EVENT_TYPE_LENGTH, validate_id
 from journal.messages import MESSAGE_EVENT_TYPES, message_event_type
@@ -73,6 +73,7 @@ class JournalCore(GraphCallbackHandler):
         max_batch: int = 500,
         max_buffer: int = 100_000,
         retry_delays: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0),
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
         if not isinstance(store, RunEventStore):
             raise TypeError("store must be a RunEventStore (see journal.open_store)")
@@ -82,6 +83,8 @@ class JournalCore(GraphCallbackHandler):
             raise ValueError("max_batch must be >= 1 and max_buffer >= max_batch")
         if any(d < 0 for d in retry_delays):
             raise ValueError("retry_delays must be non-negative seconds")
+        if not close_timeout >= 0:
+            raise ValueError("close_timeout must be >= 0 seconds")
         if thread_id is not None:
             validate_id(thread_id, "thread_id")
         self.store = store
@@ -94,6 +97,7 @@ class JournalCore(GraphCallbackHandler):
             max_buffer=max_buffer,
             flush_interval=flush_interval,
             retry_delays=retry_delays,
+            close_timeout=close_timeout,
             on_drop=self._on_writer_drop,
             before_close=self._release_paused,
         )
@@ -128,7 +132,14 @@ class JournalCore(GraphCallbackHandler):
         return await asyncio.to_thread(self._writer.flush, timeout)
 
     def close(self, timeout: float | None = None) -> bool:
-        """Flush and stop the writer thread; later events are counted as dropped."""
+        """Store what is recorded, else spool it; stop the writer; later events are dropped.
+
+        Waits at most ``timeout`` seconds (``None``: the ``close_timeout`` option, 5 s by
+        default) for the store (and to replay the spool if the store is back); whatever is not
+        stored by then is written to the spool before ``close`` returns. The same runs when
+        the interpreter exits with the journal open. Returns ``False`` only if some event
+        could be neither stored nor spooled (counted in ``dropped_events`` and logged).
+        """
         return self._writer.close(timeout)
 
     async def aclose(self, timeout: float | None = None) -> bool:

@@ -38,11 +38,13 @@ class KnownInputs:
         self._store = store
         self._threads: OrderedDict[str, set[str]] = OrderedDict()
 
-    def _known(self, thread_id: str) -> set[str] | None:
+    def _known(self, thread_id: str, ask_store: bool) -> set[str] | None:
         known = self._threads.get(thread_id)
         if known is not None:
             self._threads.move_to_end(thread_id)
             return known
+        if not ask_store:
+            return None
         try:
             stored = self._store.read(thread_id, event_type="message.human")
         except Exception:  # the store is down: the write will fail and spool anyway
@@ -53,12 +55,20 @@ class KnownInputs:
             self._threads.popitem(last=False)
         return known
 
-    def drop_repeats(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``events`` without the ``message.human`` events whose message is already stored."""
+    def drop_repeats(
+        self, events: list[dict[str, Any]], *, ask_store: bool = True
+    ) -> list[dict[str, Any]]:
+        """``events`` without the ``message.human`` events whose message is already stored.
+
+        ``ask_store=False`` (the store is known to be down) uses what is cached only: the
+        spool's replay drops the repeats it lets through.
+        """
         out: list[dict[str, Any]] = []
         for event in events:
             if event["event_type"] == "message.human" and not event["metadata"].get("replacement"):
-                known = self._known(event["thread_id"])
+                known = self._known(event["thread_id"], ask_store)
+                if known is None:
+                    ask_store = False  # one failed look-up per batch, not one per thread
                 message_id = message_id_of(event["content"])
                 if known is not None and message_id is not None:
                     if message_id in known:

@@ -226,15 +226,8 @@ def list_runs_op(thread_id: str) -> Op[list[RunSummary]]:
 
 
 def delete_thread_op(thread_id: str) -> Op[int]:
-    """Delete a thread's events and head (the only DELETE the trigger lets through)."""
-    yield BEGIN
-    yield sql.ALLOW_DELETE, None
-    if not (yield sql.LOCK_HEAD, (thread_id,)):  # waits for in-flight appends of the thread
-        # No head, no event. A first append in flight is invisible here and commits after
-        # this delete: deleting its rows in the next statements would split it from its head.
-        return 0
-    [(count,)] = yield sql.DELETE_EVENTS, (thread_id,)
-    yield sql.DELETE_HEAD, (thread_id,)
+    """Delete a thread's events and head through ``runjournal_delete_thread`` (one statement)."""
+    [(count,)] = yield sql.DELETE_THREAD, (thread_id,)
     return int(count)
 
 

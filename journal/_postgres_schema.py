@@ -15,8 +15,14 @@ Storage choices:
   row inside the write transaction (``INSERT … ON CONFLICT … DO UPDATE … RETURNING``), which
   locks the row until commit, so writers of one thread serialise and a rolled-back batch
   leaves no gap.
-* A trigger rejects every UPDATE, DELETE and TRUNCATE of events except a DELETE inside a
-  transaction that ran ``SET LOCAL runjournal.allow_delete = 'on'`` (``delete_thread``).
+* A trigger rejects every UPDATE, DELETE and TRUNCATE of events. The only deletion is a whole
+  thread through ``runjournal_delete_thread(thread_id)`` (version 2), a ``SECURITY DEFINER``
+  function owned by the schema owner: the trigger lets a DELETE through only for a role that
+  is (a member of) the table's owner and inside that function, so an ordinary role holding
+  DELETE rights cannot delete single events, even with ``SET LOCAL runjournal.allow_delete``.
+  Thread heads are deleted with their thread only, and a deferred constraint trigger checks
+  at commit that every head written equals its thread's last seq (``UPDATE`` of a head that
+  would open a gap fails). No role but the owner gets UPDATE/DELETE/TRUNCATE from the schema.
 """
 
 from __future__ import annotations
@@ -72,6 +78,73 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         BEFORE UPDATE OR DELETE OR TRUNCATE ON runjournal_events
         FOR EACH STATEMENT EXECUTE FUNCTION runjournal_events_append_only();
     """,
+    # 2: only the schema owner deletes, and only whole threads (runjournal_delete_thread, a
+    # SECURITY DEFINER function); thread heads always equal their thread's last seq
+    """
+    CREATE OR REPLACE FUNCTION runjournal_events_append_only() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE'
+           AND current_setting('runjournal.allow_delete', true) = 'on'
+           AND pg_has_role(current_user,
+                           (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID),
+                           'MEMBER') THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'runjournal % is append-only (% rejected; delete whole threads with '
+                        'runjournal_delete_thread)', TG_TABLE_NAME, TG_OP
+            USING ERRCODE = 'restrict_violation';
+    END;
+    $$;
+    CREATE TRIGGER runjournal_thread_heads_no_delete
+        BEFORE DELETE OR TRUNCATE ON runjournal_thread_heads
+        FOR EACH STATEMENT EXECUTE FUNCTION runjournal_events_append_only();
+    CREATE FUNCTION runjournal_thread_head_matches() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        t text;
+        head bigint;
+        last bigint;
+    BEGIN
+        FOREACH t IN ARRAY CASE WHEN TG_OP = 'UPDATE' THEN ARRAY[NEW.thread_id, OLD.thread_id]
+                                ELSE ARRAY[NEW.thread_id] END LOOP
+            SELECT h.last_seq INTO head FROM runjournal_thread_heads h WHERE h.thread_id = t;
+            SELECT max(e.seq) INTO last FROM runjournal_events e WHERE e.thread_id = t;
+            IF head IS DISTINCT FROM last THEN
+                RAISE EXCEPTION 'runjournal thread head of % must be its last seq (% <> %)',
+                                t, head, last
+                    USING ERRCODE = 'restrict_violation';
+            END IF;
+        END LOOP;
+        RETURN NULL;
+    END;
+    $$;
+    CREATE CONSTRAINT TRIGGER runjournal_thread_heads_match_events
+        AFTER INSERT OR UPDATE ON runjournal_thread_heads
+        DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION runjournal_thread_head_matches();
+    CREATE FUNCTION runjournal_delete_thread(p_thread_id text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    DECLARE
+        deleted bigint;
+    BEGIN
+        -- waits for in-flight appends of the thread; no head, no event: a first append in
+        -- flight is invisible here and commits after this delete, whole
+        PERFORM 1 FROM runjournal_thread_heads WHERE thread_id = p_thread_id FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN 0;
+        END IF;
+        PERFORM set_config('runjournal.allow_delete', 'on', true);
+        WITH gone AS (
+            DELETE FROM runjournal_events WHERE thread_id = p_thread_id RETURNING 1
+        ) SELECT count(*) INTO deleted FROM gone;
+        DELETE FROM runjournal_thread_heads WHERE thread_id = p_thread_id;
+        PERFORM set_config('runjournal.allow_delete', 'off', true);
+        RETURN deleted;
+    END;
+    $$;
+    REVOKE UPDATE, DELETE, TRUNCATE ON runjournal_events, runjournal_thread_heads FROM PUBLIC;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
@@ -126,13 +199,8 @@ SELECT last_seq FROM head
 
 SELECT_LAST_SEQ: Final = "SELECT last_seq FROM runjournal_thread_heads WHERE thread_id = %s"
 
-LOCK_HEAD: Final = "SELECT 1 FROM runjournal_thread_heads WHERE thread_id = %s FOR UPDATE"
-ALLOW_DELETE: Final = "SET LOCAL runjournal.allow_delete = 'on'"
-DELETE_EVENTS: Final = (
-    "WITH gone AS (DELETE FROM runjournal_events WHERE thread_id = %s RETURNING 1) "
-    "SELECT count(*) FROM gone"
-)
-DELETE_HEAD: Final = "DELETE FROM runjournal_thread_heads WHERE thread_id = %s"
+#: The only way to delete: a whole thread, events and head, in one SECURITY DEFINER call.
+DELETE_THREAD: Final = "SELECT runjournal_delete_thread(%s)"
 
 # Thread summaries from the head table (recency order via its index); the per-thread
 # subqueries use the (thread_id, run_id, seq) index and the (thread_id, seq) unique index.

@@ -17,6 +17,12 @@ Layout (version 1):
 * ``delete_grants``: a thread id is present only inside ``delete_thread``'s transaction; the
   triggers reject every UPDATE of an event and every DELETE without a grant.
 * ``schema_version``: a single row holding the version.
+
+Version 3 adds triggers that keep history from being rewritten by any connection: an event
+insert must take its thread's next seq with a new ``event_id`` (so ``INSERT OR REPLACE`` and
+``REPLACE INTO``, whose implicit delete fires no delete trigger, are refused), and a thread
+head's ``last_seq`` must equal its thread's last seq (an ``UPDATE thread_heads`` that would
+open a gap is refused; a head is deleted only with its thread).
 """
 
 from __future__ import annotations
@@ -108,8 +114,45 @@ def _v2(db: Database) -> None:
     )
 
 
+#: Refuses an event insert that would not take its thread's next seq or that reuses a stored
+#: event_id or row: ``INSERT OR REPLACE`` / ``REPLACE INTO`` delete the conflicting row without
+#: firing the delete trigger, so they are stopped before they get that far.
+_EVENTS_IN_ORDER: Final = (
+    "CREATE TRIGGER IF NOT EXISTS events_insert_in_order BEFORE INSERT ON events "
+    "WHEN NEW.seq IS NOT COALESCE((SELECT MAX(seq) FROM events WHERE thread_id = NEW.thread_id), "
+    "0) + 1 "
+    "OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id OR pk = NEW.pk) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal events are append-only: an insert takes the next "
+    "seq of its thread and a new event_id (REPLACE is rejected)'); END"
+)
+#: ``thread_heads.last_seq`` is always its thread's last seq; a head goes only with its thread.
+_HEADS_FOLLOW_EVENTS: Final = (
+    "CREATE TRIGGER IF NOT EXISTS thread_heads_insert_follows_events BEFORE INSERT ON thread_heads "
+    "WHEN NEW.last_seq IS NOT (SELECT MAX(seq) FROM events WHERE thread_id = NEW.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal thread_heads.last_seq must be the last seq of its "
+    "thread'); END",
+    "CREATE TRIGGER IF NOT EXISTS thread_heads_update_follows_events BEFORE UPDATE ON thread_heads "
+    "WHEN NEW.thread_id IS NOT OLD.thread_id "
+    "OR NEW.last_seq IS NOT (SELECT MAX(seq) FROM events WHERE thread_id = NEW.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal thread_heads.last_seq must be the last seq of its "
+    "thread'); END",
+    "CREATE TRIGGER IF NOT EXISTS thread_heads_delete_with_thread BEFORE DELETE ON thread_heads "
+    "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal thread heads go only with their thread: use "
+    "delete_thread'); END",
+)
+
+
+def _v3(db: Database) -> None:
+    # REPLACE slipped past the append-only triggers, and UPDATE thread_heads made seq gaps.
+    # Appends now insert the events first and then move the head to their last seq.
+    db.execute(_EVENTS_IN_ORDER)
+    for statement in _HEADS_FOLLOW_EVENTS:
+        db.execute(statement)
+
+
 #: Append-only; index + 1 is the schema version the migration produces.
-MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2)
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -139,14 +182,14 @@ INSERT_EVENT_SQL: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?
 SELECT_EVENTS_SQL: Final = f"SELECT {EVENT_COLUMNS} FROM events"
 COUNT_SQL: Final = "SELECT COUNT(*) FROM events"
 LAST_SEQ_SQL: Final = "SELECT last_seq FROM thread_heads WHERE thread_id = ?"
-#: Parameters: thread_id, number of new events, created_at of the first and of the last one,
-#: number of runs new to the thread. Returns the thread's new last_seq (RETURNING: SQLite 3.35).
+#: Parameters: thread_id, the thread's new last seq, created_at of the first and of the last
+#: new event, number of runs new to the thread. Runs after the events are inserted, inside the
+#: write transaction (the head must equal the thread's last seq, see version 3).
 BUMP_HEAD_SQL: Final = (
     "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at, run_count) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
-    "last_seq = last_seq + excluded.last_seq, last_event_at = excluded.last_event_at, "
-    "run_count = run_count + excluded.run_count "
-    "RETURNING last_seq"
+    "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
+    "run_count = run_count + excluded.run_count"
 )
 RUN_KNOWN_SQL: Final = "SELECT 1 FROM events WHERE thread_id = ? AND run_id = ? LIMIT 1"
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"

@@ -8,8 +8,17 @@ Guarantees:
   and on :meth:`wake` / :meth:`flush`.
 * A failed batch is retried with backoff under the same ``event_id`` values (the store skips
   ids it already holds, so an unknown outcome never duplicates). After the retry budget the
-  batch goes to the spool, and so does every later event of the same thread until the spool
-  is replayed, so that seqs keep the order events happened in.
+  batch goes to the spool, and so does every later event of the same thread while the spool
+  holds events of it, so that seqs keep the order events happened in.
+* When the store answers again (tried after ``down_cooldown``, also while idle, and at close),
+  the writer replays the spool itself, in order, and the spooled threads write to the store
+  directly again. A writer that starts with a spool left by an earlier process treats the
+  threads it names the same way: their new events never take seqs before the older spooled
+  ones.
+* :meth:`close` (and the interpreter's exit) waits at most ``close_timeout`` seconds for the
+  store; whatever is not stored by then, the batch in flight included, is written to the spool
+  synchronously before it returns. A batch both stored late and spooled is stored once (the
+  replay skips stored ``event_id`` values).
 * A human input message already stored in its thread (a history resent after a restart) is
   not written again (:mod:`journal._known_inputs`).
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
@@ -31,7 +40,7 @@ import structlog
 
 from journal._known_inputs import KnownInputs
 from journal.events import new_event_id
-from journal.spool import Spool
+from journal.spool import Spool, recover_spool, spooled_threads
 from journal.store import RunEventStore
 
 __all__ = ["SKIP", "Extra", "Lazy", "Pending", "Writer"]
@@ -85,13 +94,15 @@ class _Control:
 
 
 DropHandler = Callable[[str, int], None]
-_EXIT_TIMEOUT: Final = 10.0
+#: Seconds :meth:`Writer.close` (and the exit hook) waits for the store before spooling the rest.
+DEFAULT_CLOSE_TIMEOUT: Final = 5.0
+Event = dict[str, Any]
 
 
 def _close_at_exit(ref: weakref.ref[Writer]) -> None:
     writer = ref()
-    if writer is not None and not writer.close(_EXIT_TIMEOUT):
-        _log.error("journal_exit_flush_timed_out", count=len(writer._items))
+    if writer is not None and not writer.close():
+        _log.error("journal_exit_events_lost", path=str(writer.spool.path))
 
 
 class Writer:
@@ -107,6 +118,7 @@ class Writer:
         flush_interval: float = 0.1,
         retry_delays: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0),
         down_cooldown: float = 1.0,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
         on_drop: DropHandler | None = None,
         before_close: Callable[[], None] | None = None,
     ) -> None:
@@ -117,12 +129,17 @@ class Writer:
         self.flush_interval = flush_interval
         self.retry_delays = tuple(retry_delays)
         self.down_cooldown = down_cooldown
+        self.close_timeout = close_timeout
         self.on_drop = on_drop
         self.before_close = before_close
         self.spooled_count = 0
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
         self._lock = threading.Lock()
+        # held while taking and building a batch, and to abandon the writer at close
+        self._state = threading.Lock()
+        self._abandoned = False
+        self._in_flight: list[Event] = []
         self._thread: threading.Thread | None = None
         self._closed = False
         self._spooled_threads: set[str] = set()
@@ -168,21 +185,46 @@ class Writer:
         return int(control.result)
 
     def close(self, timeout: float | None = None) -> bool:
-        """Flush, then stop the writer thread. Idempotent; later puts are refused."""
+        """Store what is queued, else spool it; stop the writer thread. Idempotent.
+
+        Waits at most ``timeout`` seconds (``None``: ``close_timeout``) for the store, also to
+        replay the spool when the store is back; then writes whatever is left, the batch in
+        flight included, to the spool before returning. Returns ``False`` only if some event
+        could be neither stored nor spooled (it is counted as dropped). Later puts are refused.
+        """
         if self._closed:
             return True
+        budget = self.close_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
         if self.before_close is not None:  # last events of the owner (also at exit)
             try:
                 self.before_close()
             except Exception as e:
                 _log.error("journal_close_hook_failed", error_type=type(e).__name__)
-        ok = self.flush(timeout)
+        done = self._run_control(_Control(self._drain_spool), budget)
         self._closed = True
         self._wake.set()
+        ok = True if done else self._abandon()
         thread = self._thread
         if thread is not None:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
         return ok
+
+    def _abandon(self) -> bool:
+        """Spool, from the calling thread, the batch in flight and everything still queued."""
+        with self._state:
+            self._abandoned = True
+            events, self._in_flight = self._in_flight, []
+            pending = [item for item in self._items if isinstance(item, Pending)]
+            controls = [item for item in self._items if isinstance(item, _Control)]
+            self._items.clear()
+            events = [*events, *self._build(pending)]
+        for control in controls:
+            control.done.set()
+        if not events:
+            return True
+        _log.warning("journal_close_spooling", path=str(self.spool.path), count=len(events))
+        return self._to_spool(events)
 
     def _run_control(self, control: _Control, timeout: float | None) -> bool:
         if self._closed:  # no writer thread to hand it to: once it has stopped, run it here
@@ -211,36 +253,71 @@ class Writer:
     # -- writer thread ---------------------------------------------------------------------
 
     def _loop(self) -> None:
+        self._adopt_spool()
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
             self._drain()
-            if self._closed and not self._items:
+            if self._abandoned or (self._closed and not self._items):
                 return
+            if not self._items:
+                self._drain_spool()  # idle: the store may be back
+
+    def _adopt_spool(self) -> None:
+        """A spool left by an earlier process: its threads wait for it to be replayed."""
+        if not self.spool.path.exists():  # the usual case: no lock file is made for nothing
+            return
+        try:
+            threads = spooled_threads(self.spool.path)
+        except OSError as e:
+            _log.error("journal_spool_unreadable", path=str(self.spool.path), error=str(e))
+            return
+        if threads:
+            _log.warning("journal_spool_found", path=str(self.spool.path), count=len(threads))
+            self._spooled_threads |= threads
+            self._drain_spool()
 
     def _drain(self) -> None:
-        batch: list[Pending] = []
-        while self._items:
-            item = self._items.popleft()
-            if isinstance(item, _Control):
-                self._safe_write(batch)
-                batch = []
-                self._execute(item)
-                continue
-            batch.append(item)
-            if len(batch) >= self.max_batch:
-                self._safe_write(batch)
-                batch = []
-        self._safe_write(batch)
+        while not self._abandoned:
+            batch: list[Pending] = []
+            control: _Control | None = None
+            with self._state:
+                if self._abandoned:
+                    return
+                while self._items and len(batch) < self.max_batch:
+                    item = self._items.popleft()
+                    if isinstance(item, _Control):
+                        control = item
+                        break
+                    batch.append(item)
+                events = self._safe_build(batch)
+                self._in_flight = events
+            if events:
+                self._safe_write(events)
+            with self._state:
+                self._in_flight = []
+            if control is not None:
+                self._execute(control)
+            elif not batch:
+                return
 
-    def _safe_write(self, batch: list[Pending]) -> None:
-        """Write ``batch``; an unexpected failure drops it (counted, logged), the thread lives."""
+    def _safe_build(self, batch: list[Pending]) -> list[Event]:
         try:
-            self._write(batch)
-        except Exception as e:
+            return self._build(batch)
+        except Exception as e:  # pragma: no cover - _build guards each item
             _log.error("journal_writer_failed", count=len(batch), error_type=type(e).__name__)
             for item in batch:
                 self._dropped(item.run_id, 1)
+            return []
+
+    def _safe_write(self, events: list[Event]) -> None:
+        """Write ``events``; an unexpected failure drops them (counted, logged)."""
+        try:
+            self._write(events)
+        except Exception as e:
+            _log.error("journal_writer_failed", count=len(events), error_type=type(e).__name__)
+            for event in events:
+                self._dropped(event["run_id"], 1)
 
     def _execute(self, control: _Control) -> None:
         try:
@@ -251,13 +328,13 @@ class Writer:
         finally:
             control.done.set()
 
-    def _build(self, batch: list[Pending]) -> list[dict[str, Any]]:
+    def _build(self, batch: list[Pending]) -> list[Event]:
         """Turn queued items into event mappings with their final ``event_id``.
 
         Mappings, not ``NewEvent`` objects: the store validates them once in ``prepare``
         (a ``NewEvent`` would be validated here and deep-copied there, doubling the cost).
         """
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         for p in batch:
             content = p.content
             metadata = p.metadata
@@ -287,11 +364,14 @@ class Writer:
             )
         return events
 
-    def _write(self, batch: list[Pending]) -> None:
-        if not batch:
-            return
-        events = self._known_inputs.drop_repeats(self._build(batch))
-        if time.monotonic() < self._down_until:
+    def _store_down(self) -> bool:
+        return time.monotonic() < self._down_until
+
+    def _write(self, events: list[Event]) -> None:
+        if self._spooled_threads:
+            self._drain_spool()  # the spool first: its events happened before these
+        events = self._known_inputs.drop_repeats(events, ask_store=not self._store_down())
+        if self._store_down():
             to_spool, to_store = events, []
         else:
             to_spool = [e for e in events if e["thread_id"] in self._spooled_threads]
@@ -300,10 +380,10 @@ class Writer:
             self._down_until = time.monotonic() + self.down_cooldown
             to_spool = [*to_spool, *to_store]
             to_spool.sort(key=lambda e: e["created_at"])  # keep buffer order across the split
-        if to_spool:
+        if to_spool and not self._abandoned:  # abandoned: close spooled the batch already
             self._to_spool(to_spool)
 
-    def _append_with_retry(self, events: list[dict[str, Any]]) -> bool:
+    def _append_with_retry(self, events: list[Event]) -> bool:
         for attempt, delay in enumerate((*self.retry_delays, None)):
             try:
                 self.store.append(events)
@@ -317,12 +397,12 @@ class Writer:
                     count=len(events),
                     error_type=type(e).__name__,
                 )
-                if delay is None:
+                if delay is None or self._abandoned:
                     return False
                 time.sleep(delay)
         return False  # pragma: no cover - the loop always returns
 
-    def _append_one_by_one(self, events: list[dict[str, Any]]) -> bool:
+    def _append_one_by_one(self, events: list[Event]) -> bool:
         for event in events:
             try:
                 self.store.append([event])
@@ -338,7 +418,7 @@ class Writer:
                 return False  # pragma: no cover - the batch as a whole is retried later
         return True
 
-    def _to_spool(self, events: list[dict[str, Any]]) -> None:
+    def _to_spool(self, events: list[Event]) -> bool:
         try:
             self.spool.append(events)
         except OSError as e:
@@ -350,13 +430,26 @@ class Writer:
             )
             for event in events:
                 self._dropped(event["run_id"], 1)
-            return
+            return False
         self._spooled_threads.update(e["thread_id"] for e in events)
         self.spooled_count += len(events)
         _log.warning("journal_events_spooled", path=str(self.spool.path), count=len(events))
+        return True
+
+    def _drain_spool(self) -> None:
+        """Replay the spool if threads wait for it and the store may be back (never raises)."""
+        if not self._spooled_threads or self._store_down() or self._abandoned:
+            return
+        try:
+            count = self._replay()
+        except Exception as e:
+            self._down_until = time.monotonic() + self.down_cooldown
+            _log.info("journal_spool_drain_failed", error_type=type(e).__name__)
+            return
+        _log.info("journal_spool_drained", path=str(self.spool.path), count=count)
 
     def _replay(self) -> int:
-        count = self.spool.replay(self.store)
+        count = recover_spool(self.spool.path, self.store).events
         self._spooled_threads.clear()
         self._down_until = 0.0
         return count

@@ -7,6 +7,7 @@ per-thread ``seq`` the store assigned at commit). Validation errors are ``ValueE
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "RunEvent",
     "RunSummary",
     "ThreadSummary",
+    "journal_thread_id",
     "new_event_id",
     "utcnow",
     "validate_id",
@@ -116,6 +118,27 @@ def validate_id(value: object, field: str) -> str:
     if value != value.strip():
         raise ValueError(f"{field} must not start or end with whitespace")
     return value
+
+
+#: Prefix of the journal id an unusable thread id is mapped to (see :func:`journal_thread_id`).
+MAPPED_THREAD_PREFIX: Final = "thread-sha256:"
+
+
+def journal_thread_id(value: str) -> str:
+    """``value`` if it is a valid id, else a stable valid id made from it.
+
+    A LangGraph ``thread_id`` may be any string; a journal id may not (see
+    :func:`validate_id`). An unusable one (surrounding whitespace, control characters, lone
+    surrogates, over ``MAX_ID_LENGTH`` characters, empty) maps to ``thread-sha256:<hex>``, the
+    SHA-256 of its UTF-8 bytes (lone surrogates escaped): the same input always maps to the
+    same id, and two inputs share one only if they are equal or one of them is itself a
+    mapped id chosen on purpose.
+    """
+    try:
+        return validate_id(value, "thread_id")
+    except ValueError:
+        raw = value.encode("utf-8", errors="surrogatepass")
+        return MAPPED_THREAD_PREFIX + hashlib.sha256(raw).hexdigest()
 
 
 def validate_event_type(category: str, event_type: str) -> str:

@@ -15,6 +15,7 @@ from journal.events import (
     status_from_lifecycle,
 )
 from journal.store import RunEventStore
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["MemoryEventStore"]
 
@@ -22,8 +23,13 @@ __all__ = ["MemoryEventStore"]
 class MemoryEventStore(RunEventStore):
     """A thread-safe in-memory ``RunEventStore``; every result is a deep copy."""
 
-    def __init__(self, *, content_caps: Mapping[str, int] | None = None) -> None:
-        super().__init__(content_caps=content_caps)
+    def __init__(
+        self,
+        *,
+        content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
+    ) -> None:
+        super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         self._lock = threading.Lock()
         self._threads: dict[str, list[RunEvent]] = {}
         self._by_id: dict[str, RunEvent] = {}

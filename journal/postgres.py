@@ -13,6 +13,13 @@ Guarantees beyond the contract in :mod:`journal.store`:
   with the same new ``event_id`` end the same way: the loser retries and gets the winner's
   record. Deadlocks, serialization failures and lost connections are retried too (up to 5
   attempts).
+* **Survives a server restart.** A pooled connection the server closed (a restart, a killed
+  backend) is noticed before it is handed out, without a round trip for a healthy one, and
+  every dead idle connection is then replaced at once, so the first operation after a restart
+  succeeds.
+* **History no role rewrites.** Only whole threads are deleted, through a ``SECURITY
+  DEFINER`` function; single events and thread heads are protected by triggers against any
+  role (see :mod:`journal._postgres_schema`).
 * **Fails fast.** ``connect_timeout`` bounds connecting and waiting for a pooled connection,
   ``statement_timeout`` any one statement; a down server raises ``StoreUnavailableError``
   (with the driver's reason, e.g. refused or unknown database) instead of hanging. psycopg
@@ -34,6 +41,7 @@ The schema is created and upgraded on open by versioned migrations (see
 from __future__ import annotations
 
 import asyncio
+import select
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack
@@ -69,6 +77,7 @@ from journal.errors import (
 )
 from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
 from journal.store import RunEventStore
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["PostgresEventStore"]
 
@@ -163,6 +172,21 @@ async def _adrive(conn: psycopg.AsyncConnection[Row], op: Op[T]) -> T:
                 return result
 
 
+def _maybe_dead(conn: psycopg.Connection[Row] | psycopg.AsyncConnection[Row]) -> bool:
+    """Whether an idle pooled connection needs a round trip to prove it is alive.
+
+    An idle connection has nothing to read unless the server sent something: typically the
+    notice and end of file of a server shutting down or of a terminated backend.
+    """
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)
+
+
 # -- the store -----------------------------------------------------------------------------
 
 
@@ -187,8 +211,9 @@ class PostgresEventStore(RunEventStore):
         min_size: int = 1,
         max_size: int = 8,
         content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        super().__init__(content_caps=content_caps)
+        super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
             raise ValueError(
                 "PostgresEventStore needs a postgresql://user:password@host:port/db URL"
@@ -216,9 +241,11 @@ class PostgresEventStore(RunEventStore):
             "options": f"{url_options} {own_options}".strip(),
             "application_name": "runjournal",
         }
+        # check: a pooled connection a server restart killed is replaced before use, so
+        # the first operation after a restart does not fail
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url, kwargs=self._kwargs, min_size=min_size, max_size=max_size,
-            timeout=self._timeout, open=False, name="runjournal",
+            timeout=self._timeout, open=False, name="runjournal", check=self._check_pooled,
         )  # fmt: skip
         self._driver: DriverLoop | None = None  # async pool's home, made on first async use
         self._apool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] | None = None
@@ -230,6 +257,38 @@ class PostgresEventStore(RunEventStore):
             raise _translate(e, self._where) from e
         self._pool.open(wait=False)
         log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
+
+    # -- pooled connections: dead ones never reach an operation -----------------------------
+
+    def _check_pooled(self, conn: psycopg.Connection[Row]) -> None:
+        """Before use: if ``conn`` may be dead, replace every dead idle one, then fail it.
+
+        A server restart (or a killed backend) makes the server close the connection, which
+        leaves it readable; an idle connection with nothing to read is handed out without a
+        round trip. psycopg_pool retries a failed check with a growing delay (1 s, 2 s…), so
+        discarding dead connections one by one would outlast ``connect_timeout``: checking
+        the whole pool on the first failure makes the next attempt get a new connection.
+        """
+        if not _maybe_dead(conn):
+            return
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            log.info("postgres_dead_connection_replaced", where=self._where)
+            self._pool.check()
+            raise
+
+    async def _acheck_pooled(self, conn: psycopg.AsyncConnection[Row]) -> None:
+        """Async :meth:`_check_pooled`."""
+        if not _maybe_dead(conn):
+            return
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            log.info("postgres_dead_connection_replaced", where=self._where)
+            if self._apool is not None:
+                await self._apool.check()
+            raise
 
     # -- drivers: pool, transaction and retry around an operation ----------------------------
 
@@ -283,7 +342,7 @@ class PostgresEventStore(RunEventStore):
                 self._apool = AsyncConnectionPool(
                     self._url, kwargs=self._kwargs, min_size=self._sizes[0],
                     max_size=self._sizes[1], timeout=self._timeout, open=False,
-                    name="runjournal-async",
+                    name="runjournal-async", check=self._acheck_pooled,
                 )  # fmt: skip
             assert self._apool is not None
             return self._driver, self._apool

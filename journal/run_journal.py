@@ -21,7 +21,10 @@ the trace, message and middleware categories carries ``caller`` (``"agent"``,
 
 lifecycle
   ``run.start``      content ``{"graph", "input": {"kind", "keys", "message_count"} | {"kind":
-                     "command", "resume"}}``; metadata ``{"thread_id_source"}``.
+                     "command", "resume"}}``; metadata ``{"thread_id_source"}``, plus
+                     ``thread_id_original`` when the thread id was no valid journal id
+                     (surrounding spaces, control characters, too long): the run is then
+                     journaled under ``journal.events.journal_thread_id(original)``.
   ``run.end``        content ``{"status": "success", "duration_ms", "usage", "usage_by_model",
                      "message_counts", "dropped_events"}``; ``usage`` has ``input_tokens``,
                      ``output_tokens``, ``total_tokens``, ``cache_read_tokens``;
@@ -128,6 +131,7 @@ from journal._edits import HeldWrite
 from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
 from journal._run_state import Node, RunState
 from journal._trace_callbacks import TraceCallbacks
+from journal.events import journal_thread_id
 
 __all__ = ["RunJournal"]
 
@@ -143,7 +147,12 @@ class RunJournal(TraceCallbacks):
     manager) when done; :meth:`flush` / :meth:`aflush` wait until queued events are stored.
     Keyword options: ``thread_id`` (the thread of runs without thread metadata),
     ``spool_path``, ``flush_interval`` (<= 0.1 s), ``max_batch``, ``max_buffer``,
-    ``retry_delays`` (the backoff before a batch goes to the spool).
+    ``retry_delays`` (the backoff before a batch goes to the spool), ``close_timeout`` (how
+    long :meth:`close` and the interpreter's exit wait for the store before spooling the rest;
+    default 5 s).
+
+    A spool left by an earlier process is replayed before the threads it names are written
+    again; spooled events are replayed by the journal itself once the store answers again.
     """
 
     def record_middleware(
@@ -251,11 +260,16 @@ class RunJournal(TraceCallbacks):
         if thread is None:
             thread, source = str(run_id), "run_id"
             _log.warning("journal_run_without_thread", run_id=str(run_id))
-        run = RunState(run_id=str(run_id), thread_id=str(thread), graph=name)
+        start_metadata: dict[str, Any] = {"thread_id_source": source}
+        thread_id = journal_thread_id(str(thread))
+        if thread_id != str(thread):  # journaled under a valid stand-in, never dropped
+            start_metadata["thread_id_original"] = str(thread)
+            _log.warning("journal_thread_id_mapped", run_id=str(run_id), thread_id=thread_id)
+        run = RunState(run_id=str(run_id), thread_id=thread_id, graph=name)
         self._roots[run_id] = run
         self._runs_by_id[run.run_id] = run
         content = {"graph": name, "input": cap.input_summary(inputs)}
-        self._emit(run, "lifecycle", "run.start", content, {"thread_id_source": source})
+        self._emit(run, "lifecycle", "run.start", content, start_metadata)
         user = Node(run=run, name=name, caller="user", node=None, step=None)
         command = not isinstance(inputs, dict)  # a Command's update adds every message it has
         thread = self._threads.get(run.thread_id)

@@ -2,19 +2,35 @@
 
 When a batch still fails after the retry budget, the journal appends it to a spool file (one
 JSON object per line, each a prepared ``NewEvent`` with its ``event_id`` and ``created_at``), so
-nothing is lost while the store is down. :func:`replay_spool` writes a spool into a store in
+nothing is lost while the store is down. :func:`recover_spool` writes a spool into a store in
 file order. Replay is idempotent: the store skips an ``event_id`` it already holds, so a replay
 that is interrupted, or run twice, never duplicates an event.
+
+Guarantees for writers and readers in any number of threads and OS processes:
+
+* Every append and every change of the file by a recovery happens under an exclusive
+  ``flock`` on the sidecar file ``<spool>.lock`` (created next to the spool and never
+  deleted: deleting it would let two processes lock two different files). A recovery reads
+  the file under the lock, stores its events without holding it, and then, under the lock
+  again, removes only the bytes it read: lines appended meanwhile stay for the next recovery.
+* An append starts on a fresh line even after a torn last line (a crash or a full disk
+  mid-write), so a torn fragment is one bad line and never swallows the next event.
+* An append that fails (disk full, file-size limit) is undone: the file is cut back to its
+  size before the append, so an event is either wholly spooled or reported as not spooled.
+* A line that is not an event (torn, not JSON, too deeply nested to parse, invalid) is named
+  by its line number, never stored, and kept in the file; the good lines around it are stored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +46,11 @@ __all__ = [
     "Spool",
     "SpoolReplay",
     "areplay_spool",
+    "lock_path",
     "read_spool",
     "recover_spool",
     "replay_spool",
+    "spooled_threads",
 ]
 
 #: Where a ``RunJournal`` spools by default (relative to the working directory).
@@ -44,69 +62,123 @@ _path_locks_guard = threading.Lock()
 
 
 def _path_lock(path: str | os.PathLike[str]) -> threading.Lock:
-    """The lock every spool of this process holds while it writes or replays the file."""
+    """The lock every spool of this process holds while it changes the file."""
     key = os.path.abspath(path)
     with _path_locks_guard:
         return _path_locks.setdefault(key, threading.Lock())
 
 
-class Spool:
-    """An append-only JSONL file of prepared events; safe to share between threads.
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The sidecar file whose ``flock`` guards the spool at ``path``."""
+    spool = Path(path)
+    return spool.with_name(spool.name + ".lock")
 
-    Spools of one process on the same file (journals keeping the default path) share one
-    lock, so a replay never deletes events another journal appended meanwhile.
+
+@contextlib.contextmanager
+def _locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the spool's lock against this process's threads and every other process."""
+    with _path_lock(path):
+        sidecar = lock_path(path)
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class Spool:
+    """An append-only JSONL file of prepared events; safe to share between threads and processes.
+
+    See the module docstring for what an append guarantees.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     def append(self, events: Sequence[NewEvent | Mapping[str, Any]]) -> None:
-        """Append ``events`` as one write; raise ``OSError`` if the file cannot be written.
+        """Append ``events`` whole, or raise ``OSError`` having written none of them.
 
-        An event that is not valid is written anyway; :func:`read_spool` skips and logs it.
+        An event that is not valid is written anyway; recovery names and keeps its line.
         """
-        text = "".join(
+        data = "".join(
             dumps(e.model_dump(mode="json") if isinstance(e, NewEvent) else e) + "\n"
             for e in events
-        )
-        with _path_lock(self.path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+        ).encode("utf-8")
+        with _locked(self.path):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # after a torn line: start a line of our own
+                try:
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                except OSError:
+                    with contextlib.suppress(OSError):  # undo a partial write
+                        os.ftruncate(fd, size)
+                    raise
+            finally:
+                os.close(fd)
 
     def replay(self, store: RunEventStore, *, batch_size: int = 500) -> int:
-        """Replay this spool into ``store`` (see :func:`replay_spool`)."""
-        return replay_spool(self.path, store, batch_size=batch_size)
+        """Replay this spool into ``store`` (see :func:`recover_spool`)."""
+        return recover_spool(self.path, store, batch_size=batch_size).events
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    raw: bytes
+    event: NewEvent | None
+
+
+def _parse(raw: bytes) -> NewEvent | None:
+    try:
+        value = json.loads(raw.decode("utf-8", errors="replace"))
+        return NewEvent(**value) if isinstance(value, dict) else None
+    except (ValueError, TypeError, RecursionError, MemoryError):
+        return None  # torn, not JSON, too deep to parse, or not an event
+
+
+def _split(data: bytes) -> list[_Line]:
+    """The non-blank lines of a spool's bytes, each parsed (``event`` None: a bad line)."""
+    lines: list[_Line] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            lines.append(_Line(number, raw, _parse(raw)))
+    return lines
+
+
+def _snapshot(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result | None]:
+    """The spool's bytes and identity, read under its lock (a missing file is empty)."""
+    with _locked(path):
+        try:
+            with Path(path).open("rb") as f:
+                return f.read(), os.fstat(f.fileno())
+        except FileNotFoundError:
+            return b"", None
 
 
 def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
-    """The events of a spool file in file order; unreadable lines are skipped and logged.
+    """The events of a spool file in file order; lines that are not events are skipped.
 
     A missing file is an empty spool.
     """
-    return _read(path)[0]
+    data, _ = _snapshot(path)
+    return [line.event for line in _split(data) if line.event is not None]
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[list[NewEvent], int]:
-    """The events of a spool file and the count of non-blank lines that are not events."""
-    events: list[NewEvent] = []
-    bad = 0
-    try:
-        with Path(path).open(encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    events.append(NewEvent(**json.loads(line)))
-                except (ValueError, TypeError):  # a torn last line after a crash
-                    bad += 1
-    except FileNotFoundError:
-        return [], 0
-    if bad:
-        _log.warning("spool_lines_skipped", path=str(path), count=bad)
-    return events, bad
+def spooled_threads(path: str | os.PathLike[str]) -> set[str]:
+    """The thread ids the spool at ``path`` holds events of (empty for a missing file)."""
+    return {event.thread_id for event in read_spool(path)}
 
 
 @dataclass(frozen=True)
@@ -119,6 +191,8 @@ class SpoolReplay:
     """Non-blank lines that were not events (a line torn by a crash, or not a spool at all)."""
     removed: bool
     """Whether the file was deleted."""
+    bad_lines: tuple[int, ...] = field(default=())
+    """The line numbers (1-based, in the file as read) of the lines that were not events."""
 
 
 def recover_spool(
@@ -134,27 +208,70 @@ def recover_spool(
     Guarantees: events keep their ``event_id`` and ``created_at`` and are appended in spool order
     (so their seqs follow the order they happened in); an event already in the store is not
     stored twice, so replaying again is harmless; nor is a ``message.human`` whose message the
-    thread already holds (a history resent while the store was down). With ``remove=True`` the
-    file is deleted once every event is stored, unless some line was not an event (the file is
-    then kept for a person to look at). ``progress`` is called with the number of events each
-    appended batch held. A ``StoreError`` propagates and leaves the file in place.
+    thread already holds (a history resent while the store was down). Safe against writers
+    appending to the file meanwhile, in this process or another (see the module docstring).
+    With ``remove=True`` the lines stored are removed from the file (the file is deleted when
+    nothing else is left): lines that are not events stay, named in ``bad_lines``, and so do
+    lines appended during the recovery. ``progress`` is called with the number of events each
+    appended batch held. A ``StoreError`` propagates and leaves the file as it was.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    with _path_lock(path):  # no spool of this process appends between the read and the unlink
-        events, skipped = _read(path)
-        todo = _without_stored_inputs(store, events)
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            store.append(batch)
-            if progress is not None:
-                progress(len(batch))
-        removed = remove and not skipped and Path(path).exists()
-        if removed:
-            Path(path).unlink(missing_ok=True)
+    data, identity = _snapshot(path)
+    lines = _split(data)
+    bad = [line for line in lines if line.event is None]
+    events = [line.event for line in lines if line.event is not None]
+    todo = _without_stored_inputs(store, events)
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        store.append(batch)
+        if progress is not None:
+            progress(len(batch))
+    removed = False
+    if remove and identity is not None and events:  # a file of no event is not ours
+        removed = _remove_read_part(Path(path), identity, len(data), bad)
+    if bad:
+        _log.warning(
+            "spool_lines_skipped",
+            path=str(path),
+            count=len(bad),
+            lines=[line.number for line in bad][:20],
+        )
     if events:
-        _log.info("spool_replayed", path=str(path), count=len(events), skipped=skipped)
-    return SpoolReplay(events=len(events), skipped_lines=skipped, removed=removed)
+        _log.info("spool_replayed", path=str(path), count=len(events), skipped=len(bad))
+    return SpoolReplay(
+        events=len(events),
+        skipped_lines=len(bad),
+        removed=removed,
+        bad_lines=tuple(line.number for line in bad),
+    )
+
+
+def _remove_read_part(path: Path, identity: os.stat_result, size: int, bad: list[_Line]) -> bool:
+    """Drop the first ``size`` bytes (stored) but the bad lines; True if the file is gone."""
+    with _locked(path):
+        try:
+            now = path.stat()
+        except FileNotFoundError:
+            return False
+        if (now.st_dev, now.st_ino) != (identity.st_dev, identity.st_ino) or now.st_size < size:
+            return False  # another recovery rewrote the file: its lines are its business
+        with path.open("rb") as f:
+            f.seek(size)
+            tail = f.read()
+        keep = b"".join(line.raw + b"\n" for line in bad) + tail.lstrip(b"\n")
+        if not keep:
+            path.unlink()
+            return True
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+        return False
 
 
 def replay_spool(

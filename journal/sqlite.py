@@ -8,8 +8,10 @@ Guarantees on top of the ``RunEventStore`` contract:
   ``max(seq) + 1``. Lock contention is absorbed by ``busy_timeout`` and retries; writers do
   not see "database is locked" unless the lock stays unavailable for ``retry_deadline``
   seconds.
-* **Append-only in the database.** Triggers reject any ``UPDATE`` of ``events`` and any
-  ``DELETE`` not made by :meth:`delete_thread`, whoever connects to the file.
+* **Append-only in the database.** Triggers reject any ``UPDATE`` of ``events``, any
+  ``DELETE`` not made by :meth:`delete_thread`, any insert that would not take its thread's
+  next seq with a new ``event_id`` (``INSERT OR REPLACE`` / ``REPLACE INTO`` included), and
+  any change of ``thread_heads`` that would break seqs, whoever connects to the file.
 * **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
   ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
@@ -48,6 +50,7 @@ from journal.events import (
     status_from_lifecycle,
 )
 from journal.store import RunEventStore, encoded_texts
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
 
@@ -130,8 +133,9 @@ class SqliteEventStore(RunEventStore):
         busy_timeout: float = 5.0,
         retry_deadline: float = 60.0,
         content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        super().__init__(content_caps=content_caps)
+        super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
         text = os.fspath(path)
@@ -222,7 +226,7 @@ class SqliteEventStore(RunEventStore):
     def _write(
         self, conn: sqlite3.Connection, encoded: Sequence[Encoded], *, look_up: bool
     ) -> list[RunEvent]:
-        """One transaction: bump each thread's head by its new events, then insert them."""
+        """One transaction: insert the new events after each thread's head, then move it."""
         with transaction(conn):
             known: dict[str, RunEvent] = {}
             if look_up:
@@ -245,8 +249,10 @@ class SqliteEventStore(RunEventStore):
                 if conn.execute(sql.RUN_KNOWN_SQL, thread_run).fetchone() is None:
                     spans[thread_run[0]][3] += 1
             base = {
-                thread: conn.execute(sql.BUMP_HEAD_SQL, (thread, *span)).fetchall()[0][0] - span[0]
-                for thread, span in spans.items()
+                thread: row[0]
+                if (row := conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone())
+                else 0
+                for thread in spans
             }
             conn.executemany(
                 sql.INSERT_EVENT_SQL,
@@ -256,6 +262,11 @@ class SqliteEventStore(RunEventStore):
                     for (e, content, metadata, at), n in new.values()
                 ],
             )  # fmt: skip
+            for thread, (count, first_at, last_at, new_runs) in spans.items():
+                # the head follows the events it counts
+                conn.execute(
+                    sql.BUMP_HEAD_SQL, (thread, base[thread] + count, first_at, last_at, new_runs)
+                )
         for event_id, ((event, _, _, _), n) in new.items():
             known[event_id] = _record(
                 {

@@ -43,7 +43,7 @@ from journal.events import (
     valid_unicode,
     validate_id,
 )
-from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content
+from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP, fit_content, fit_metadata
 
 __all__ = ["EventLike", "FilterValue", "PreparedBatch", "RunEventStore", "encoded_texts"]
 
@@ -113,10 +113,20 @@ class RunEventStore(ABC):
     """An append-only store of run events, numbered by a gap-free per-thread ``seq``.
 
     Subclasses implement the underscore hooks; the public methods validate input, apply the
-    content caps and enforce the contract in the module docstring.
+    content caps and the metadata cap (``metadata_cap`` bytes; an ``llm.start`` ``context``
+    record is never cut, see :mod:`journal.truncation`) and enforce the contract in the module
+    docstring.
     """
 
-    def __init__(self, *, content_caps: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        content_caps: Mapping[str, int] | None = None,
+        metadata_cap: int = DEFAULT_METADATA_CAP,
+    ) -> None:
+        if isinstance(metadata_cap, bool) or not isinstance(metadata_cap, int) or metadata_cap < 64:
+            raise ValueError("metadata_cap must be an int >= 64 (bytes)")
+        self.metadata_cap = metadata_cap
         caps = dict(DEFAULT_CONTENT_CAPS)
         if content_caps:
             for category, cap in content_caps.items():
@@ -161,21 +171,25 @@ class RunEventStore(ABC):
                 )
             content = _text(event.content, content_kind)
             cap = self.content_caps[event.category]
+            original = None
             if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
                 shrunk, original = fit_content(event.content, cap)
-                event = event.model_copy(
-                    update={
-                        "content": shrunk,
-                        "metadata": {
-                            **event.metadata,
-                            "truncated": True,
-                            "original_bytes": original,
-                        },
-                    }
-                )
-                content, metadata_kind = _text(shrunk, NOT_PLAIN), NOT_PLAIN
+                content = _text(shrunk, NOT_PLAIN)
+            metadata_text = _text(event.metadata, metadata_kind)
+            metadata = event.metadata
+            limit = self.metadata_cap
+            if len(metadata_text) > limit // 4 and len(metadata_text.encode("utf-8")) > limit:
+                metadata = fit_metadata(event.event_type, metadata, limit)
+            if original is not None:
+                metadata = {**metadata, "truncated": True, "original_bytes": original}
+            if original is not None or metadata is not event.metadata:
+                update: dict[str, Any] = {"metadata": metadata}
+                if original is not None:
+                    update["content"] = shrunk
+                event = event.model_copy(update=update)
+                metadata_text = _text(metadata, NOT_PLAIN)
             prepared.append(event)
-            prepared.texts.append((content, _text(event.metadata, metadata_kind)))
+            prepared.texts.append((content, metadata_text))
         return prepared
 
     def _check_open(self) -> None:

@@ -6,6 +6,12 @@ UTF-8 bytes), every string in it is cut to the longest common length that makes 
 ``type``/``data``) is kept, so a truncated message still turns back into a message. If even
 empty strings do not fit, ``content`` becomes ``{"$truncated": "<prefix of the JSON text>"}``.
 A truncated event gets ``metadata.truncated = true`` and ``metadata.original_bytes``.
+
+``metadata`` has a cap too (``DEFAULT_METADATA_CAP``, 64 KiB): oversize metadata is shrunk by
+the same rule and marked ``metadata_truncated = true`` and ``metadata_original_bytes``. One
+entry is exempt: the ``context`` record of an ``llm.start`` event (ids and digests of the
+model's input, which replay depends on) is always kept whole, whatever its size; the cap
+applies to the other entries.
 """
 
 from __future__ import annotations
@@ -15,7 +21,14 @@ from typing import Any, Final
 
 from journal.encoding import dumps_plain as dumps
 
-__all__ = ["DEFAULT_CONTENT_CAPS", "ContentCaps", "fit_content", "utf8_prefix"]
+__all__ = [
+    "DEFAULT_CONTENT_CAPS",
+    "DEFAULT_METADATA_CAP",
+    "ContentCaps",
+    "fit_content",
+    "fit_metadata",
+    "utf8_prefix",
+]
 
 #: Default caps in bytes: trace events 16 KiB, every other category 1 MiB.
 DEFAULT_CONTENT_CAPS: Final[Mapping[str, int]] = {
@@ -24,6 +37,11 @@ DEFAULT_CONTENT_CAPS: Final[Mapping[str, int]] = {
     "message": 1024 * 1024,
     "middleware": 1024 * 1024,
 }
+
+#: Default cap of an event's ``metadata`` in bytes (an ``llm.start`` context record excepted).
+DEFAULT_METADATA_CAP: Final = 64 * 1024
+#: The metadata entry of an ``llm.start`` event that no cap ever cuts.
+EXACT_METADATA: Final[Mapping[str, str]] = {"llm.start": "context"}
 
 ContentCaps = Mapping[str, int]
 _ELLIPSIS: Final = "…"
@@ -118,3 +136,24 @@ def fit_content(content: Any, cap: int) -> tuple[Any, int | None]:
             prefix = prefix[:-1]  # JSON escaping can grow the text; shrink until it fits
         best = {"$truncated": prefix}
     return best, size
+
+
+def fit_metadata(event_type: str, metadata: dict[str, Any], cap: int) -> dict[str, Any]:
+    """``metadata`` as is if it fits ``cap`` bytes, else shrunk by the content rule and marked.
+
+    The exact record of ``EXACT_METADATA`` (an ``llm.start`` ``context``) is neither counted
+    nor cut.
+    """
+    exempt = EXACT_METADATA.get(event_type)
+    rest = metadata
+    if exempt is not None and exempt in metadata:
+        rest = {k: v for k, v in metadata.items() if k != exempt}
+    fitted, original = fit_content(rest, cap)
+    if original is None:
+        return metadata
+    out = dict(fitted)
+    if rest is not metadata:
+        out[exempt] = metadata[exempt]  # type: ignore[index]
+    out["metadata_truncated"] = True
+    out["metadata_original_bytes"] = original
+    return out

@@ -25,6 +25,8 @@ import pytest
 from blockbuster import blockbuster_ctx
 
 from journal import NewEvent, RunEvent, RunEventStore, StoreClosedError
+from journal.encoding import dumps
+from journal.truncation import DEFAULT_METADATA_CAP
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 
@@ -543,6 +545,34 @@ class StoreContract(ABC):
             assert "truncated" not in trace.metadata
         finally:
             store.close()
+
+    def test_oversize_metadata_is_capped_and_marked(self, store: RunEventStore) -> None:
+        """Metadata over the 64 KiB cap is cut like content and marked; small keys stay."""
+        store.append([ev(metadata={"note": "m" * 200_000, "keep": 1})])
+        [read] = store.read("t1")
+        assert read.metadata["metadata_truncated"] is True
+        assert read.metadata["metadata_original_bytes"] > 200_000
+        assert read.metadata["keep"] == 1
+        assert read.metadata["note"].startswith("mm")
+        assert len(dumps(read.metadata).encode()) <= DEFAULT_METADATA_CAP + 100
+
+    def test_llm_start_context_record_is_never_cut_by_the_metadata_cap(
+        self, store: RunEventStore
+    ) -> None:
+        """A huge llm.start context record is stored whole; the rest is capped and marked."""
+        context = {
+            "messages": [
+                {"id": f"m{i}", "digest": "d" * 64, "inline": {"text": "z" * 5000}}
+                for i in range(100)
+            ]
+        }
+        metadata = {"context": context, "parameters": {"prompt": "q" * 200_000}, "model": "m"}
+        store.append([ev(event_type="llm.start", metadata=metadata)])
+        [read] = store.read("t1")
+        assert read.metadata["context"] == context
+        assert read.metadata["metadata_truncated"] is True
+        assert read.metadata["model"] == "m"
+        assert len(read.metadata["parameters"]["prompt"]) < 70_000
 
     # -- input validation ---------------------------------------------------------------------
 

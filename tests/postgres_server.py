@@ -107,6 +107,30 @@ class PostgresServer:
         detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         raise PostgresServerError(f"{error}\n{detail}")
 
+    def restart(self) -> None:
+        """Restart the server (fast shutdown) on the same port: every open connection dies."""
+        self.stop_server()
+        self.start_again()
+
+    def stop_server(self) -> None:
+        """Stop the server but keep its data: :meth:`start_again` brings it back."""
+        assert self.tmp is not None, "start() the cluster first"
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.tmp / "data"), "-m", "fast", "stop")
+
+    def start_again(self) -> None:
+        """Start a server stopped by :meth:`stop_server` on the same port and data."""
+        assert self.tmp is not None, "start() the cluster first"
+        data = self.tmp / "data"
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.tmp} -c fsync=off "
+            f"-c synchronous_commit=off -c full_page_writes=off "
+            f"-c max_connections={self.max_connections}"
+        )
+        self._run(
+            str(self.bin_dir / "pg_ctl"), "-D", str(data), "-l", str(self.tmp / "server.log"),
+            "-o", options, "-w", "-t", str(_START_TIMEOUT), "start",
+        )  # fmt: skip
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its directory. Idempotent."""
         if self.tmp is None:

@@ -342,6 +342,7 @@ def test_recover_replays_a_spool_once(tmp_path: Path) -> None:
         "spool": str(copy),
         "recovered": 5,
         "skipped": 0,
+        "bad_lines": [],
         "removed": False,
     }
     assert len(_read_all(url, "spooled")) == len(events)
@@ -366,7 +367,13 @@ def test_recover_never_deletes_a_file_with_lines_that_are_not_spooled_events(
     with spool.path.open("a", encoding="utf-8") as f:
         f.write('{"thread_id": "t", "run_id"')  # torn by a crash
     report = invoke_json("recover", spool.path, "--store", url)
-    assert report == {"spool": str(spool.path), "recovered": 1, "skipped": 1, "removed": False}
+    assert report == {
+        "spool": str(spool.path),
+        "recovered": 1,
+        "skipped": 1,
+        "bad_lines": [2],
+        "removed": False,
+    }
     assert spool.path.exists() and len(_read_all(url, "t")) == 1
 
 

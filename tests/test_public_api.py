@@ -35,6 +35,7 @@ PUBLIC = {
         "content_to_message",
         "copy_store",
         "dumps",
+        "journal_thread_id",
         "loads",
         "message_to_content",
         "open_store",

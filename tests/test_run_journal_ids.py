@@ -14,7 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from history import replay
-from journal import MemoryEventStore, RunJournal, content_to_message
+from journal import MemoryEventStore, RunJournal, content_to_message, journal_thread_id
+from journal.events import validate_id
 from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call, event_types, journaled_message_ids
 from tests.flaky_stores import journal_fixture, store_fixture  # noqa: F401 (fixtures)
@@ -192,3 +193,28 @@ def test_resent_summary_message_is_not_a_human_input(tmp_path: Path) -> None:
     humans = [e.content["data"]["content"] for e in stored]
     assert humans == [f"q{i}{x}" for i in range(4) for x in "ab"]
     assert [m.id for m in replay(store, "t1", view="state")] == [m.id for m in history]
+
+
+@pytest.mark.parametrize("raw", ["  padded  ", "x" * 300, "nul\x00inside", "line\nbreak", "\t"])
+def test_a_thread_id_that_is_no_journal_id_maps_to_a_stable_valid_one(
+    raw: str, tmp_path: Path
+) -> None:
+    """Runs of an unusable thread id are journaled under one stable valid id, original kept."""
+    store = MemoryEventStore()
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        for question in ("one", "two"):
+            agent = create_agent(ScriptedChatModel([ai("answer")]), [])
+            agent.invoke(
+                {"messages": [HumanMessage(question)]},
+                {"configurable": {"thread_id": raw}, "callbacks": [journal]},
+            )
+    mapped = journal_thread_id(raw)
+    assert mapped != raw and validate_id(mapped, "thread_id") == mapped
+    assert journal_thread_id(raw) == mapped != journal_thread_id(raw + " ")
+    events = store.read(mapped)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert event_types(events, "lifecycle") == ["run.start", "run.end"] * 2
+    starts = [e for e in events if e.event_type == "run.start"]
+    assert all(e.metadata["thread_id_original"] == raw for e in starts)
+    assert journal.dropped_events == 0
+    assert [t.thread_id for t in store.list_threads()] == [mapped]

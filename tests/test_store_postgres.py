@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,12 +25,19 @@ from journal import (
     StoreUnavailableError,
     open_store,
 )
-from journal._postgres_ops import BEGIN, append_op, delete_thread_op
-from journal._postgres_schema import DELETE_EVENTS
+from journal._postgres_ops import BEGIN, Op, append_op
+from journal._postgres_schema import (
+    CREATE_VERSION_TABLE,
+    DELETE_THREAD,
+    INSERT_VERSION,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SELECT_VERSION,
+)
 from journal.postgres import PostgresEventStore, _drive
 from journal.store import RunEventStore as _Store
 from tests.contract import StoreContract, ev, many, seqs
-from tests.postgres_server import _free_port, fresh_database_url
+from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
 
 pytestmark = pytest.mark.postgres
 
@@ -168,8 +176,10 @@ def test_concurrent_first_opens_migrate_once(postgres_db_url: str) -> None:
         stores = list(pool.map(lambda _: PostgresEventStore(postgres_db_url), range(8)))
     try:
         with psycopg.connect(postgres_db_url) as conn:
-            versions = conn.execute("SELECT version FROM runjournal_schema_version").fetchall()
-        assert versions == [(1,)]
+            versions = conn.execute(
+                "SELECT version FROM runjournal_schema_version ORDER BY version"
+            ).fetchall()
+        assert versions == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
         for store in stores:
             store.append(many(1))
         assert stores[0].last_seq("t1") == 8
@@ -219,7 +229,7 @@ def test_driver_errors_are_wrapped(pg: PostgresEventStore, postgres_db_url: str)
 def test_lost_connections_are_replaced_transparently(
     pg: PostgresEventStore, postgres_db_url: str
 ) -> None:
-    """After the server kills every pooled connection, the next append and read still work."""
+    """After the server kills every pooled connection, the next append works, with no retry."""
     pg.append(many(1))
     with psycopg.connect(postgres_db_url, autocommit=True) as admin:
         admin.execute(
@@ -229,7 +239,7 @@ def test_lost_connections_are_replaced_transparently(
     with capture_logs() as logs:
         assert seqs(pg.append(many(1))) == [2]
     assert pg.last_seq("t1") == 2
-    assert any(entry["event"] == "postgres_transaction_retry" for entry in logs)
+    assert not any(entry["event"] == "postgres_transaction_retry" for entry in logs)
 
 
 def test_batch_failing_on_its_second_thread_leaves_nothing(
@@ -307,26 +317,103 @@ def test_append_committing_during_delete_of_a_headless_thread_is_kept_whole(
     pg: PostgresEventStore, postgres_db_url: str
 ) -> None:
     """A first append committing while delete_thread runs keeps its events and its head."""
-    op = delete_thread_op("t1")
-    appended = False
     with psycopg.connect(postgres_db_url, autocommit=True) as conn, conn.transaction():
-        assert next(op) is BEGIN
-        query = next(op)
-        while True:
-            cursor = conn.execute(*query)
-            rows = cursor.fetchall() if cursor.description else []
-            if query[0] == DELETE_EVENTS:  # between deleting the events and the head
-                pg.append(many(3))
-                appended = True
-            try:
-                query = op.send(rows)
-            except StopIteration:
-                break
-        if not appended:  # the delete found no head and stopped: append before it commits
-            pg.append(many(3))
+        assert conn.execute(DELETE_THREAD, ("t1",)).fetchone() == (0,)  # no head yet
+        pg.append(many(3))  # commits before the delete's transaction does
     assert seqs(pg.read("t1")) == [1, 2, 3]
     assert pg.last_seq("t1") == 3
     assert seqs(pg.append(many(1))) == [4]
+
+
+def _role_url(admin_url: str, database_url: str) -> str:
+    """A new ordinary role (LOGIN, every table right, no ownership); its URL on the database."""
+    role = f"rj_app_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')  # a generated name: no injection
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON runjournal_events, "
+            f'runjournal_thread_heads TO "{role}"'
+        )
+        # opening a store runs the (no-op) migrations, which need CREATE on the schema
+        conn.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
+        conn.execute(f'GRANT SELECT, INSERT ON runjournal_schema_version TO "{role}"')
+    return database_url.replace("postgres@", f"{role}@", 1)
+
+
+def test_an_ordinary_role_with_delete_rights_cannot_rewrite_history(
+    pg: PostgresEventStore, postgres_url: str, postgres_db_url: str
+) -> None:
+    """Even with DELETE/UPDATE rights and allow_delete set, single events and heads hold."""
+    stored = pg.append(many(3))
+    url = _role_url(postgres_url, postgres_db_url)
+    attempts = [
+        "DELETE FROM runjournal_events WHERE seq = 2",
+        "DELETE FROM runjournal_events",
+        "TRUNCATE runjournal_events",
+        "UPDATE runjournal_events SET content = '\"forged\"'",
+        "UPDATE runjournal_thread_heads SET last_seq = last_seq + 5",
+        "UPDATE runjournal_thread_heads SET thread_id = 'elsewhere'",
+        "DELETE FROM runjournal_thread_heads",
+        "TRUNCATE runjournal_thread_heads",
+    ]
+    with psycopg.connect(url) as conn:
+        for statement in attempts:
+            with (
+                pytest.raises(psycopg.errors.RestrictViolation, match="runjournal"),
+                conn.transaction(),
+            ):
+                conn.execute("SET LOCAL runjournal.allow_delete = 'on'")
+                conn.execute(statement)
+    assert pg.read("t1") == stored
+    with PostgresEventStore(url) as app:  # whole threads: through the store, as any role
+        assert seqs(app.append(many(1))) == [4]
+        assert app.delete_thread("t1") == 4
+        assert app.last_seq("t1") == 0
+        assert seqs(app.append(many(1))) == [1]
+
+
+def test_version_1_schema_is_upgraded_to_the_guarded_delete(postgres_db_url: str) -> None:
+    """A database at schema version 1 gains the guards; its events stay and delete works."""
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        _drive(conn, _migrate_to(1))
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL runjournal.allow_delete = 'on'")  # what version 1 allowed
+        conn.execute("DELETE FROM runjournal_events")
+    with PostgresEventStore(postgres_db_url) as store:
+        store.append(many(2))
+        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+            [(version,)] = conn.execute(SELECT_VERSION).fetchall()
+            assert version == SCHEMA_VERSION
+            with pytest.raises(psycopg.errors.RestrictViolation), conn.transaction():
+                conn.execute("UPDATE runjournal_thread_heads SET last_seq = 9")
+        assert store.delete_thread("t1") == 2
+
+
+def _migrate_to(version: int) -> Op[int]:
+    """``migrate_op`` stopped at ``version`` (what an older runjournal left)."""
+    yield BEGIN
+    yield CREATE_VERSION_TABLE, None
+    for index in range(version):
+        yield MIGRATIONS[index], None
+        yield INSERT_VERSION, (index + 1,)
+    return version
+
+
+def test_first_operation_after_a_server_restart_succeeds() -> None:
+    """After a real restart of PostgreSQL, the first append (sync and async) needs no retry."""
+    with PostgresServer() as server:
+        url = fresh_database_url(server.url)
+        with PostgresEventStore(url, min_size=8, max_size=8) as store:
+            with ThreadPoolExecutor(8) as pool:  # a warm pool: 8 connections to kill
+                list(pool.map(lambda i: store.append(many(1, f"warm{i}")), range(32)))
+            asyncio.run(store.aappend(many(1, "async")))
+            server.restart()
+            with capture_logs() as logs:
+                assert seqs(store.append(many(1, "after"))) == [1]
+                assert seqs(asyncio.run(store.aappend(many(1, "async")))) == [2]
+                assert store.last_seq("warm0") == 1
+            assert not [e for e in logs if e["event"] == "postgres_transaction_retry"]
 
 
 def test_foreign_tables_with_our_names_are_a_corrupt_store(postgres_db_url: str) -> None:

@@ -387,3 +387,96 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     finally:
         conn.close()
+
+
+_RAW_COLUMNS = (
+    "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
+)
+
+
+def _raw(conn: sqlite3.Connection, verb: str, *values: object) -> None:
+    """Run ``<verb> INTO events`` with ``(event_id, thread_id, seq)`` and fixed other columns."""
+    conn.execute(
+        f"{verb} INTO events ({_RAW_COLUMNS}) "
+        "VALUES (?, ?, ?, 'r', 'trace', 'llm.start', '\"forged\"', '{}', 0)",
+        values,
+    )
+
+
+def test_replace_of_stored_events_is_refused_by_the_database(db_path: Path) -> None:
+    """INSERT OR REPLACE / REPLACE INTO never replace or renumber a stored event."""
+    with SqliteEventStore(db_path) as store:
+        stored = store.append(many(3))
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        attempts = [
+            ("INSERT OR REPLACE", stored[0].event_id, "t1", 4),  # same id, a new seq
+            ("REPLACE", "fresh-id", "t1", 2),  # a new id on a stored seq
+            ("REPLACE", stored[2].event_id, "t1", 3),  # the very same key
+            ("INSERT OR REPLACE", "fresh-id", "t1", 9),  # a gap
+        ]
+        for verb, *values in attempts:
+            with pytest.raises(sqlite3.IntegrityError, match="runjournal"):
+                _raw(conn, verb, *values)
+        with pytest.raises(sqlite3.IntegrityError, match="runjournal"):
+            conn.execute(
+                f"REPLACE INTO events (pk, {_RAW_COLUMNS}) "
+                "VALUES (1, 'other', 't1', 4, 'r', 'trace', 'llm.start', 'null', '{}', 0)"
+            )
+    finally:
+        conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert store.read("t1") == stored
+        assert seqs(store.append(many(1))) == [4]
+
+
+def test_thread_heads_cannot_be_moved_away_from_the_events(db_path: Path) -> None:
+    """UPDATE or DELETE of thread_heads that would break seqs is refused by the database."""
+    with SqliteEventStore(db_path) as store:
+        store.append(many(3))
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        for statement in (
+            "UPDATE thread_heads SET last_seq = last_seq + 5",
+            "UPDATE thread_heads SET last_seq = 1",
+            "UPDATE thread_heads SET thread_id = 'elsewhere'",
+            "DELETE FROM thread_heads",
+            "INSERT OR REPLACE INTO thread_heads (thread_id, last_seq, first_event_at, "
+            "last_event_at, run_count) VALUES ('t1', 10, 0, 0, 1)",
+        ):
+            with pytest.raises(sqlite3.IntegrityError, match="runjournal"):
+                conn.execute(statement)
+    finally:
+        conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert seqs(store.append(many(2))) == [4, 5]
+        assert store.delete_thread("t1") == 5
+        assert seqs(store.append(many(1))) == [1]
+
+
+def test_version_2_file_gains_the_replace_and_head_guards(db_path: Path) -> None:
+    """A file at schema version 2 is upgraded: its events and heads become guarded too."""
+    from journal._sqlite_schema import SCHEMA_VERSION
+
+    with SqliteEventStore(db_path) as store:
+        stored = store.append(many(2))
+    conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 2
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name NOT IN "
+        "('events_append_only_update', 'events_append_only_delete')"
+    ).fetchall():
+        conn.execute(f'DROP TRIGGER "{name}"')
+    conn.execute("UPDATE schema_version SET version = 2")
+    _raw(conn, "REPLACE", "fresh-id", "t1", 2)  # version 2 let this through
+    conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert [e.event_id for e in store.read("t1")] == [stored[0].event_id, "fresh-id"]
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        with pytest.raises(sqlite3.IntegrityError, match="runjournal"):
+            _raw(conn, "REPLACE", "other-id", "t1", 2)
+        with pytest.raises(sqlite3.IntegrityError, match="runjournal"):
+            conn.execute("UPDATE thread_heads SET last_seq = 7")
+    finally:
+        conn.close()
