@@ -7,6 +7,7 @@ per-thread ``seq`` the store assigned at commit). Validation errors are ``ValueE
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import random
@@ -241,10 +242,17 @@ E = TypeVar("E", bound=NewEvent)
 _KNOWN_TYPES: set[tuple[str, str]] = set()  # (category, event_type) pairs already validated
 
 
+_GOOD_IDS: dict[str, None] = {}  # thread and run ids seen valid lately (bounded)
+_GOOD_IDS_MAX: Final = 4096
+
+
 def _usual_id(value: object) -> bool:
+    if type(value) is not str:
+        return False
+    if value in _GOOD_IDS:  # a thread's or run's id, again and again
+        return True
     return (
-        type(value) is str
-        and 0 < len(value) <= MAX_ID_LENGTH
+        0 < len(value) <= MAX_ID_LENGTH
         and value.isprintable()
         and not value[0].isspace()
         and not value[-1].isspace()
@@ -258,13 +266,19 @@ def _usual_fields(data: dict[str, Any]) -> tuple[dict[str, Any], int, int] | Non
     if not data.keys() <= _FIELDS:
         return None
     event_id = data.get("event_id")
-    if event_id is None and "event_id" not in data:
-        event_id = new_event_id()
+    if event_id is None and "event_id" in data:
+        return None  # an explicit None: the full validation says why
     category, event_type = data.get("category"), data.get("event_type")
-    if not (_usual_id(event_id) and _usual_id(data.get("thread_id"))):
+    if event_id is None:
+        event_id = new_event_id()  # valid by construction
+    elif not _usual_id(event_id):
         return None
-    if not _usual_id(data.get("run_id")):
+    thread_id, run_id = data.get("thread_id"), data.get("run_id")
+    if not (_usual_id(thread_id) and _usual_id(run_id)):
         return None
+    if len(_GOOD_IDS) >= _GOOD_IDS_MAX:
+        _GOOD_IDS.clear()
+    _GOOD_IDS[str(thread_id)] = _GOOD_IDS[str(run_id)] = None
     if (category, event_type) not in _KNOWN_TYPES:
         if not (type(category) is str and category in CATEGORIES and type(event_type) is str):
             return None
@@ -324,6 +338,7 @@ def construct(cls: type[E], values: dict[str, Any]) -> E:
     return event
 
 
+@functools.cache
 def _plain_model(cls: type[BaseModel]) -> bool:
     return (
         not cls.__private_attributes__

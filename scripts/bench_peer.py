@@ -7,6 +7,8 @@ input, fully validated; ids made by the store). Peer: ``SQLiteApplicationRecorde
 of ``StoredEvent`` objects whose state is the same payload, JSON-encoded inside the timing (as
 its mapper would), one aggregate per thread. Batches of 100 events (one transaction each) and
 single-event appends; events/s are medians of ``--rounds`` rounds, and the ratio ours/peer.
+A third side shows what bounds ours: raw ``executemany`` of pre-encoded rows (and the head
+bump) into our own schema, its append-only guards included — no validation, no encoding.
 
 Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000]``
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -30,6 +33,8 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
 from journal import SqliteEventStore
+from journal import _sqlite_schema as schema
+from journal.events import new_event_id
 
 PAYLOAD = {"model": "bench-model", "usage": {"input_tokens": 120, "output_tokens": 40},
            "text": "the quick brown fox jumps over the lazy dog " * 3}  # fmt: skip
@@ -90,6 +95,36 @@ def peer(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Call
     return append, datastore.close
 
 
+def raw(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    SqliteEventStore(path, synchronous=synchronous).close()  # the schema, triggers included
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    threads = [f"thread-{n}" for n in range(8)]
+    heads = dict.fromkeys(threads, 0)
+    texts = {}
+
+    def append(start: int, count: int) -> None:
+        thread = threads[start % len(threads)]
+        first = heads[thread]
+        rows = [
+            (new_event_id(), thread, first + k + 1, "run-1", "trace", "llm.end",
+             texts.setdefault(start + k, json.dumps(payload(start + k))), "{}", 0)
+            for k in range(count)
+        ]  # fmt: skip
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(schema.INSERT_EVENT_SQL, rows)
+        conn.execute(
+            "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
+            "VALUES (?, ?, 0, 0) "
+            "ON CONFLICT (thread_id) DO UPDATE SET last_seq = excluded.last_seq",
+            (thread, first + count),
+        )
+        conn.execute("COMMIT")
+        heads[thread] = first + count
+
+    return append, conn.close
+
+
 def rate(append: Callable[[int, int], None], events: int, batch: int, offset: int) -> float:
     start = time.perf_counter()
     for n in range(0, events, batch):
@@ -104,8 +139,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000)
     args = parser.parse_args()
     rows = [
-        "| synchronous | batch | ours events/s | peer events/s | ours / peer |",
-        "|---|---|---|---|---|",
+        "| synchronous | batch | ours events/s | peer events/s | ours / peer "
+        "| raw into our schema events/s | raw / peer |",
+        "|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for synchronous in ("FULL", "NORMAL"):
@@ -114,21 +150,23 @@ def main() -> None:
                 sides = {
                     "ours": ours(Path(tmp) / f"ours-{synchronous}-{batch}.db", synchronous),
                     "peer": peer(Path(tmp) / f"peer-{synchronous}-{batch}.db", synchronous),
+                    "raw": raw(Path(tmp) / f"raw-{synchronous}-{batch}.db", synchronous),
                 }
                 rates: dict[str, list[float]] = {name: [] for name in sides}
                 for round_no in range(args.rounds + 1):
-                    order = list(sides) if round_no % 2 else list(reversed(sides))
+                    order = list(sides) if round_no % 2 else list(reversed(sides))  # alternate
                     for name in order:
                         measured = rate(sides[name][0], events, batch, round_no * events)
                         if round_no:  # the first round warms up
                             rates[name].append(measured)
                 for _, close in sides.values():
                     close()
-                ours_rate = statistics.median(rates["ours"])
-                peer_rate = statistics.median(rates["peer"])
+                ours_rate, peer_rate, raw_rate = (
+                    statistics.median(rates[name]) for name in ("ours", "peer", "raw")
+                )
                 rows.append(
                     f"| {synchronous} | {batch} | {ours_rate:,.0f} | {peer_rate:,.0f} | "
-                    f"{ours_rate / peer_rate:.2f} |"
+                    f"{ours_rate / peer_rate:.2f} | {raw_rate:,.0f} | {raw_rate / peer_rate:.2f} |"
                 )
     print("\n".join(rows))
 
