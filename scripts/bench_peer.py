@@ -10,7 +10,11 @@ single-event appends; events/s are medians of ``--rounds`` rounds, and the ratio
 A third side shows what bounds ours: raw ``executemany`` of pre-encoded rows (and the head
 bump) into our own schema, its append-only guards included — no validation, no encoding.
 
-Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000]``
+With ``--postgres``, the same batches against a throw-away PostgreSQL 15 cluster started here
+(``tests/postgres_server.py``; test settings, ``fsync=off``), ours ``PostgresEventStore`` and the
+peer's ``PostgresApplicationRecorder``, each in its own database of the same server.
+
+Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000] [--postgres]``
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,7 +50,10 @@ def payload(i: int) -> dict[str, Any]:
 
 
 def ours(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
-    store = SqliteEventStore(path, synchronous=synchronous)
+    return ours_on(SqliteEventStore(path, synchronous=synchronous))
+
+
+def ours_on(store: Any) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     threads = [f"thread-{n}" for n in range(8)]
 
     def append(start: int, count: int) -> None:
@@ -73,6 +81,10 @@ def peer(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Call
     if synchronous != "FULL":
         with datastore.get_connection(commit=True) as conn:  # the writer connection it reuses
             conn.cursor().execute(f"PRAGMA synchronous = {synchronous}")
+    return peer_on(recorder), datastore.close
+
+
+def peer_on(recorder: Any) -> Callable[[int, int], None]:
     aggregates = [uuid.uuid4() for _ in range(8)]
     versions = dict.fromkeys(aggregates, 0)
 
@@ -92,7 +104,7 @@ def peer(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Call
             ]
         )
 
-    return append, datastore.close
+    return append
 
 
 def raw(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
@@ -125,6 +137,30 @@ def raw(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Calla
     return append, conn.close
 
 
+def ours_pg(url: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    from journal import open_store
+
+    store = open_store(url)
+    append, _ = ours_on(store)
+    return append, store.close
+
+
+def peer_pg(url: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+    parsed = urlparse(url)
+    datastore = PostgresDatastore(
+        dbname=parsed.path.lstrip("/"),
+        host=str(parsed.hostname),
+        port=int(parsed.port or 5432),
+        user=str(parsed.username),
+        password="",
+    )
+    recorder = PostgresApplicationRecorder(datastore)
+    recorder.create_table()
+    return peer_on(recorder), datastore.close
+
+
 def rate(append: Callable[[int, int], None], events: int, batch: int, offset: int) -> float:
     start = time.perf_counter()
     for n in range(0, events, batch):
@@ -132,12 +168,55 @@ def rate(append: Callable[[int, int], None], events: int, batch: int, offset: in
     return events / (time.perf_counter() - start)
 
 
+def compare(
+    sides: dict[str, tuple[Callable[[int, int], None], Callable[[], None]]],
+    rounds: int,
+    events: int,
+    batch: int,
+) -> dict[str, float]:
+    """Median events/s per side over ``rounds`` alternating rounds (after a warm-up)."""
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    for round_no in range(rounds + 1):
+        order = list(sides) if round_no % 2 else list(reversed(sides))  # alternate
+        for name in order:
+            measured = rate(sides[name][0], events, batch, round_no * events)
+            if round_no:  # the first round warms up
+                rates[name].append(measured)
+    for _, close in sides.values():
+        close()
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def postgres(rounds: int, events: int) -> None:
+    """The PostgreSQL comparison, on a throw-away cluster."""
+    from tests.postgres_server import PostgresServer, fresh_database_url
+
+    print("| PostgreSQL batch | ours events/s | peer events/s | ours / peer |")
+    print("|---|---|---|---|")
+    with PostgresServer() as server:
+        for batch in (100, 1):
+            count = events if batch > 1 else max(events // 10, 200)
+            sides = {
+                "ours": ours_pg(fresh_database_url(server.url)),
+                "peer": peer_pg(fresh_database_url(server.url)),
+            }
+            got = compare(sides, rounds, count, batch)
+            print(
+                f"| {batch} | {got['ours']:,.0f} | {got['peer']:,.0f} | "
+                f"{got['ours'] / got['peer']:.2f} |"
+            )
+
+
 def main() -> None:
     """Run every case and print a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--postgres", action="store_true")
     args = parser.parse_args()
+    if args.postgres:
+        postgres(args.rounds, args.events)
+        return
     rows = [
         "| synchronous | batch | ours events/s | peer events/s | ours / peer "
         "| raw into our schema events/s | raw / peer |",
@@ -152,18 +231,8 @@ def main() -> None:
                     "peer": peer(Path(tmp) / f"peer-{synchronous}-{batch}.db", synchronous),
                     "raw": raw(Path(tmp) / f"raw-{synchronous}-{batch}.db", synchronous),
                 }
-                rates: dict[str, list[float]] = {name: [] for name in sides}
-                for round_no in range(args.rounds + 1):
-                    order = list(sides) if round_no % 2 else list(reversed(sides))  # alternate
-                    for name in order:
-                        measured = rate(sides[name][0], events, batch, round_no * events)
-                        if round_no:  # the first round warms up
-                            rates[name].append(measured)
-                for _, close in sides.values():
-                    close()
-                ours_rate, peer_rate, raw_rate = (
-                    statistics.median(rates[name]) for name in ("ours", "peer", "raw")
-                )
+                got = compare(sides, args.rounds, events, batch)
+                ours_rate, peer_rate, raw_rate = got["ours"], got["peer"], got["raw"]
                 rows.append(
                     f"| {synchronous} | {batch} | {ours_rate:,.0f} | {peer_rate:,.0f} | "
                     f"{ours_rate / peer_rate:.2f} | {raw_rate:,.0f} | {raw_rate / peer_rate:.2f} |"
