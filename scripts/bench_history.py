@@ -2,7 +2,8 @@
 
 Measures, side by side in one run: ``build_timeline`` for the newest page and for a deep page
 (a cursor 10 % into the thread, at least seq 400 so that the page is full), and
-``replay(view="model")`` at the end of the thread. Prints a Markdown table with medians, the
+``replay(view="model")`` at the end of the thread, against a bare ``read`` of every event of
+the same thread. Prints a Markdown table with medians, the
 page-latency ratios against the first size (target: at most 2x at 100k) and replay throughput
 in events/s.
 
@@ -151,6 +152,9 @@ def measure(sizes: list[int], directory: Path, repeat: int) -> dict[int, dict[st
         replay_s = interleaved_medians(
             {n: model_view(s) for n, s in stores.items()}, max(repeat // 10, 3)
         )
+        read_s = interleaved_medians(
+            {n: (lambda s=s: s.read(THREAD)) for n, s in stores.items()}, max(repeat // 10, 3)
+        )
         results = {}
         for size, store in stores.items():
             read = store.count(
@@ -164,6 +168,7 @@ def measure(sizes: list[int], directory: Path, repeat: int) -> dict[int, dict[st
                 "replay_ms": replay_s[size] * 1000,
                 "replay_eps": size / replay_s[size],
                 "replay_read_eps": read / replay_s[size],
+                "read_ms": read_s[size] * 1000,
             }
         return results
     finally:
@@ -182,9 +187,10 @@ def main() -> None:
     base = results[sizes[0]]
     print(
         "| events | newest page ms | x 1k | deep page ms | x 1k | replay(model) ms "
-        "| replay events/s (thread) | (message+marker events read)/s |"
+        "| replay events/s (thread) | (message+marker events read)/s | read all ms "
+        "| replay x read all |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
         r = results[size]
         newest_x = r["newest_ms"] / base["newest_ms"]
@@ -192,7 +198,8 @@ def main() -> None:
         print(
             f"| {int(r['events']):,} | {r['newest_ms']:.2f} | {newest_x:.2f}"
             f" | {r['deep_ms']:.2f} | {deep_x:.2f} | {r['replay_ms']:.1f}"
-            f" | {r['replay_eps']:,.0f} | {r['replay_read_eps']:,.0f} |"
+            f" | {r['replay_eps']:,.0f} | {r['replay_read_eps']:,.0f}"
+            f" | {r['read_ms']:.1f} | {r['replay_ms'] / r['read_ms']:.2f} |"
         )
 
 
