@@ -20,6 +20,7 @@ rules, written once for :mod:`history.replay` and :mod:`history.verify`:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -31,6 +32,7 @@ from journal.events import RunEvent
 __all__ = ["Problem", "StateWalk", "call_record"]
 
 _PENDING: Final = None  # an id a rewrite placed whose message event follows
+_BASES: Final = 64  # expanded records kept for the deltas that follow (several journals)
 
 
 @dataclass(slots=True)
@@ -92,7 +94,8 @@ class StateWalk:
     entries: dict[str, _Entry | None] = field(default_factory=dict)
     inline: dict[str, Any] = field(default_factory=dict)
     checked: set[str] = field(default_factory=set)  # inline digests recomputed and matching
-    calls: dict[str, tuple[str, list[Entry]]] = field(default_factory=dict)  # last per caller
+    # the expanded records of the latest calls, by llm_run_id (a delta's base is among them)
+    calls: OrderedDict[str, list[Entry]] = field(default_factory=OrderedDict)
     call: list[Entry] | None = None  # the input of the last ``llm.start`` fed (None: unknown)
     missing: int = 0  # ids the state should hold but whose message was never journaled
     kept_missing: int = 0  # ids a tracked summary kept that the replayed state did not hold
@@ -119,13 +122,16 @@ class StateWalk:
         if isinstance(inline, dict):
             for digest, content in inline.items():
                 self.inline.setdefault(digest, content)
-        caller = str(event.metadata.get("caller"))
-        self.call = expand_record(record, self.calls.get(caller))
+        self.call = expand_record(record, self.calls)
+        base = record.get("base")
+        if isinstance(base, str) and base in self.calls:
+            self.calls.move_to_end(base)
         llm_run_id = event.metadata.get("llm_run_id")
         if self.call is not None and isinstance(llm_run_id, str):
-            self.calls[caller] = (llm_run_id, self.call)
-        else:
-            self.calls.pop(caller, None)
+            self.calls.pop(llm_run_id, None)
+            self.calls[llm_run_id] = self.call
+            while len(self.calls) > _BASES:
+                self.calls.popitem(last=False)
 
     def _add(self, event: RunEvent) -> None:
         recorded = event.metadata.get("digest")

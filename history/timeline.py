@@ -204,6 +204,12 @@ def marker_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
     return item  # type: ignore[return-value]
 
 
+def _reorders_only(event: RunEvent) -> bool:
+    """Whether a ``message.remove`` removes nothing (it only says the state's order)."""
+    content = event.content if isinstance(event.content, dict) else {}
+    return bool(content.get("all")) and not payload_ids(event, "removed_message_ids")
+
+
 def removal_item(thread_id: str, event: RunEvent) -> Plan[TimelineItem]:
     """Plan: the ``removal_marker`` item of a ``message.remove`` event."""
     removed_ids = payload_ids(event, "removed_message_ids")
@@ -235,23 +241,35 @@ def timeline_plan(
         raise ThreadNotFoundError(thread_id)
     types = TIMELINE_TYPES if include_markers else MESSAGE_TYPES
     cursor = last + 1 if before_seq is None else before_seq
-    page = yield from backward_page(thread_id, cursor, limit, max_bytes, {"event_type": types})
-    events, has_more = page.events, page.has_more
     items: list[TimelineItem] = []
-    for event in events:
-        if event.event_type == SUMMARIZE:
-            items.append((yield from marker_item(thread_id, event)))
-        elif event.event_type == REMOVE:
-            items.append((yield from removal_item(thread_id, event)))
-        else:
-            items.append(_message_item(event))
+    has_more, size_limited, first_seq = True, False, None
+    while has_more and len(items) < limit and not size_limited:
+        page = yield from backward_page(
+            thread_id, cursor, limit - len(items), max_bytes, {"event_type": types}
+        )
+        if not page.events:
+            has_more = False
+            break
+        older: list[TimelineItem] = []
+        for event in page.events:
+            if event.event_type == SUMMARIZE:
+                older.append((yield from marker_item(thread_id, event)))
+            elif event.event_type == REMOVE:
+                if _reorders_only(event):
+                    continue  # the state's order after parallel tasks: nothing to show
+                older.append((yield from removal_item(thread_id, event)))
+            else:
+                older.append(_message_item(event))
+        items = older + items
+        has_more, size_limited = page.has_more, page.size_limited
+        cursor = first_seq = page.events[0].seq
     result: TimelinePage = {
         "thread_id": thread_id,
         "items": items,
         "has_more": has_more,
-        "next_before_seq": events[0].seq if has_more else None,
+        "next_before_seq": first_seq if has_more else None,
     }
-    if page.size_limited:
+    if size_limited:
         result["size_limited"] = True
     return result
 

@@ -42,13 +42,16 @@ def _new_id() -> str:
 
 
 def _normalise(
-    container: dict[str, Any], key: str, keep_removals: bool = False
+    container: dict[str, Any], key: str, keep_removals: bool = False, written: bool = False
 ) -> list[BaseMessage]:
     """Give every message under ``container[key]`` an id, in place; return them as messages.
 
     ``add_messages`` keeps an existing id, so the id assigned here is the one the state holds.
     Message-like items (dicts, ``(role, text)`` tuples, strings) are converted and put back
     into the container as messages, so the state receives exactly the objects returned.
+    ``written``: LangGraph has already taken the value (a node's output), so only what can be
+    changed in place is: a list's items, a dict's ``id``; a message-like value it cannot reach
+    comes back without an id (the state's id becomes known when the state is next seen).
     ``RemoveMessage`` items are left out unless ``keep_removals``.
     """
     raw = container.get(key)
@@ -62,9 +65,11 @@ def _normalise(
         items = raw if isinstance(raw, list) else list(raw)
     else:
         return []
-    replaced = items is not raw
+    in_place = items is raw
+    replaced = False
     out: list[BaseMessage] = []
     for index, item in enumerate(items):
+        unreachable = False
         if isinstance(item, BaseMessage):
             message = item
         else:
@@ -74,14 +79,17 @@ def _normalise(
                 continue  # not a message; LangGraph will report it to the caller
             items[index] = message
             replaced = True
+            unreachable = written and not in_place and not isinstance(item, dict)
         if message.type not in _MESSAGE_TYPES:
             if keep_removals and message.type == "remove":
                 out.append(message)
             continue  # RemoveMessage and other state operations are not messages
-        if message.id is None:
+        if message.id is None and not unreachable:
             message.id = _new_id()
+            if isinstance(item, dict) and "id" not in item:
+                item["id"] = message.id  # the dict LangGraph holds gets the same id
         out.append(message)
-    if replaced:
+    if replaced and not written:
         container[key] = items
     return out
 
@@ -126,7 +134,7 @@ def output_messages(output: Any) -> list[BaseMessage]:
     """The messages a node writes to ``messages`` (dict, ``Command`` or a list of them)."""
     messages: list[BaseMessage] = []
     for update in _updates(output):
-        messages.extend(_normalise(update, "messages"))
+        messages.extend(_normalise(update, "messages", written=True))
     return messages
 
 
@@ -136,7 +144,10 @@ def output_writes(output: Any) -> list[list[BaseMessage]]:
     A node output that is a list of updates (or ``Command``) makes one write per item, which
     LangGraph applies one after the other.
     """
-    writes = [_normalise(update, "messages", keep_removals=True) for update in _updates(output)]
+    writes = [
+        _normalise(update, "messages", keep_removals=True, written=True)
+        for update in _updates(output)
+    ]
     return [w for w in writes if w]
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "replay_order",
     "settle_step",
     "state_ids",
+    "task_order_key",
 ]
 
 
@@ -53,6 +54,19 @@ class Outcome:
     messages: list[BaseMessage]  # the write's messages now in the state (new or replacing)
 
 
+def task_order_key(path: Any) -> str:
+    """The key LangGraph sorts a superstep's tasks by before it applies their writes.
+
+    Its task path as text, numbers zero-padded to ten digits (so ``Send`` number 10 follows
+    number 9), nested paths joined after a ``~``.
+    """
+    if isinstance(path, tuple | list):
+        return "~" + ", ".join(task_order_key(part) for part in path)
+    if isinstance(path, int) and not isinstance(path, bool):
+        return f"{path:010d}"
+    return str(path)
+
+
 def state_ids(messages: Sequence[Any]) -> list[str]:
     """The ids of a ``messages`` state value (items without a string id are skipped)."""
     return [i for m in messages if isinstance(i := getattr(m, "id", None), str)]
@@ -69,6 +83,7 @@ def apply_write(state: Sequence[str], write: Sequence[BaseMessage]) -> Outcome:
     means the journal did not know the message (e.g. it predates the process): it counts as
     removed rather than failing.
     """
+    write = [m for m in write if m.id is not None]  # an unplaced message: see _resync
     cut = None
     for index, message in enumerate(write):
         if _is_removal(message) and message.id == REMOVE_ALL_MESSAGES:

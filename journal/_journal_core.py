@@ -219,6 +219,46 @@ class JournalCore(GraphCallbackHandler):
         for index, edit in enumerate(edits):
             self._journal_edit(thread, edit, final if index == len(edits) - 1 else None)
 
+    def _place(self, thread: ThreadState, messages: list[Any]) -> None:
+        """Journal the messages written without an id the journal could give them, under the
+        id the state gave them (found by kind and content among the state's unknown ids)."""
+        pending = thread.unplaced
+        thread.unplaced = []
+        for state_message in messages:
+            if not pending:
+                break
+            node, written, caller = pending[0]
+            if (
+                getattr(state_message, "id", None) not in thread.seen
+                and getattr(state_message, "type", None) == written.type
+                and getattr(state_message, "content", None) == written.content
+            ):
+                pending.pop(0)
+                self._emit_message(node, state_message, caller)
+        if pending:
+            _log.warning("journal_messages_unplaced", count=len(pending))
+
+    def _resync(self, thread: ThreadState, run: RunState, state: Any) -> None:
+        """Compare the journal's order of the thread's state with the state LangGraph gives a
+        node (or the root's output); if they differ — the tasks of a superstep journaled in
+        completion order, not the task-path order LangGraph applies, or messages another
+        journal recorded — journal the state's order (a ``message.remove`` removing nothing).
+        """
+        if not isinstance(state, dict):
+            return
+        messages = state.get("messages")
+        if not isinstance(messages, list):
+            return
+        if thread.unplaced:
+            self._place(thread, messages)
+        truth = state_ids(messages)
+        if len(truth) == len(thread.order) and truth == list(thread.order):
+            return
+        content = {"all": True, "removed_message_ids": [], "state_message_ids": truth}
+        attribution = {"caller": "agent", "langgraph_step": thread.step, "langgraph_node": None}
+        self._emit(run, "message", REMOVE_EVENT, content, attribution)
+        thread.order = dict.fromkeys(truth)
+
     def _journal_edit(
         self, thread: ThreadState, edit: AppliedEdit, final: list[str] | None
     ) -> None:
@@ -247,12 +287,17 @@ class JournalCore(GraphCallbackHandler):
             if outcome.rewrite or reorder:
                 content = {"all": True, **content, "state_message_ids": list(target)}
             self._emit(node.run, "message", REMOVE_EVENT, content, node.attribution())
+        before = set(edit.before)
         for message in outcome.messages:
+            mid = str(message.id)
             if is_summary(message):  # the summary lives in the marker, not as a human message
-                thread.seen.add(str(message.id))
-                thread.last[str(message.id)] = message
-            else:
-                self._emit_message(node, message, str(node.caller or "agent"), replace=True)
+                thread.seen.add(mid)
+                thread.last[mid] = (message, message.content)
+                continue
+            if mid in before and mid not in thread.seen:  # journaled before this process
+                thread.seen.add(mid)
+                thread.order[mid] = None  # journaled again only if it changed (the writer)
+            self._emit_message(node, message, str(node.caller or "agent"), replace=True)
         thread.order = dict.fromkeys(target)
 
     def _forget(self, run_id: UUID) -> None:
@@ -279,10 +324,13 @@ class JournalCore(GraphCallbackHandler):
         """
         event_type = message_event_type(message)
         mid = message.id
-        if event_type is None or mid is None:
+        if event_type is None:
             return
         run = node.run
         thread = self._threads.get(run.thread_id)
+        if mid is None:  # its state id is known once the state is seen (see _resync)
+            thread.unplaced.append((node, message, caller))
+            return
         metadata: dict[str, Any] = {
             "caller": caller,
             "langgraph_step": node.step,
@@ -291,16 +339,19 @@ class JournalCore(GraphCallbackHandler):
         }
         in_state = mid in thread.order
         if mid in thread.seen:
-            if not replace or (in_state and thread.last.get(mid) is message):
+            last = thread.last.get(mid)
+            unchanged = last is not None and last[0] is message and last[1] is message.content
+            if not replace or (in_state and unchanged):
                 return
             if in_state:
                 metadata["replacement"] = True
         else:
             thread.seen.add(mid)
             run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
-        thread.last[mid] = message
-        thread.order[mid] = None
-        thread.fresh.append((mid, node.path))
+        thread.last[mid] = (message, message.content)
+        if not in_state:  # a replacement keeps its place in the state
+            thread.order[mid] = None
+            thread.fresh.append((mid, node.path))
         tool_call_id = getattr(message, "tool_call_id", None)
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id

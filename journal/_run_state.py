@@ -59,6 +59,7 @@ class RunState:
     message_counts: dict[str, int] = field(default_factory=dict)
     dropped: int = 0
     interrupted: bool = False
+    task_interrupted: bool = False  # a node of the root graph raised an interrupt
     finished: bool = False
 
     def add_usage(self, model: str, usage: dict[str, int]) -> None:
@@ -180,8 +181,9 @@ class ThreadState:
     """What the journal remembers of one conversation in this process.
 
     ``order`` is the state's message ids as the journal has recorded them (what replay's state
-    view rebuilds); ``last`` the latest journaled object of each id (a node that returns the
-    same object again changed nothing); ``fresh`` the ``(id, task path)`` of the messages
+    view rebuilds); ``last`` the latest journaled object of each id and its content object then
+    (a node that returns the same object, its content not replaced, changed nothing);
+    ``fresh`` the ``(id, task path)`` of the messages
     journaled since the current superstep started; ``held`` the edits of the current
     superstep, waiting to be applied.
     """
@@ -189,11 +191,13 @@ class ThreadState:
     seen: set[str] = field(default_factory=set)
     tools: ToolOrder = field(default_factory=ToolOrder)
     order: dict[str, None] = field(default_factory=dict)
-    last: dict[str, BaseMessage] = field(default_factory=dict)
+    last: dict[str, tuple[BaseMessage, Any]] = field(default_factory=dict)
     fresh: list[tuple[str, str]] = field(default_factory=list)
     step: int | None = None
     held: list[HeldWrite] = field(default_factory=list)
     held_step: int | None = None
+    # messages written in a form the journal could not give an id: (node, message, caller)
+    unplaced: list[tuple[Any, BaseMessage, str]] = field(default_factory=list)
 
 
 class ThreadStates:

@@ -14,17 +14,18 @@ later, so a thread stores each distinct message once, not once per call. Its for
 
 * ``{"messages": [{"id", "digest"}, ...], "inline": {digest: stored message}}`` — the whole list;
 * ``{"base": <llm_run_id>, "keep": k, "messages": [...], "inline": {...}}`` — the first ``k``
-  entries of the record of ``base`` (the previous call of the same caller in the thread, whose
-  ``llm.start`` comes earlier in the thread), then ``messages``. A conversation that only grows
-  records each call in constant size; every ``KEYFRAME_EVERY`` calls (and after a restart) the
-  record is whole again, so a lost event breaks at most that many records.
+  entries of the record of ``base`` (the journal's previous call of the same caller in the
+  thread, whose ``llm.start`` comes earlier in the thread), then ``messages``. A conversation
+  that only grows records each call in constant size; every ``KEYFRAME_EVERY`` calls (and
+  after a restart) the record is whole again, so a lost event breaks at most that many
+  records. Readers keep the latest 64 expanded records to resolve a ``base``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -73,6 +74,14 @@ def message_digest(message: BaseMessage) -> str:
 class _Seen(NamedTuple):
     message: BaseMessage
     digest: str
+    content: Any  # the message's content object when the digest was taken
+
+    def matches(self, message: BaseMessage) -> bool:
+        """Whether ``message`` is the digested one: an equal copy, or the same object whose
+        content was not replaced since (a message edited in place is digested again)."""
+        if self.message is message:
+            return self.content is message.content
+        return self.message == message
 
 
 @dataclass(slots=True)
@@ -98,11 +107,9 @@ def _common_prefix(a: list[Entry], b: list[Entry]) -> int:
     return k
 
 
-def expand_record(
-    record: dict[str, Any], previous: tuple[str, list[Entry]] | None
-) -> list[Entry] | None:
-    """The full ``(id, digest)`` list of a record; ``previous``: ``(llm_run_id, entries)`` of
-    the caller's previous call. ``None`` when a delta's base is not ``previous``."""
+def expand_record(record: dict[str, Any], earlier: Mapping[str, list[Entry]]) -> list[Entry] | None:
+    """The full ``(id, digest)`` list of a record; ``earlier``: the expanded records of earlier
+    calls by ``llm_run_id``. ``None`` when a delta's base is not among them."""
     raw = record.get("messages")
     items = raw if isinstance(raw, list) else []
     own: list[Entry] = []
@@ -116,11 +123,10 @@ def expand_record(
     if base is None:
         return own
     keep = record.get("keep")
-    if previous is None or previous[0] != base or not isinstance(keep, int) or keep < 0:
+    previous = earlier.get(base) if isinstance(base, str) else None
+    if previous is None or not isinstance(keep, int) or not 0 <= keep <= len(previous):
         return None
-    if keep > len(previous[1]):
-        return None
-    return [*previous[1][:keep], *own]
+    return [*previous[:keep], *own]
 
 
 class ContextIndex:
@@ -170,7 +176,7 @@ class ContextIndex:
         mid = str(message.id)
         if replacement:
             known = index.journaled.get(mid)
-            if known is not None and (known.message is message or known.message == message):
+            if known is not None and known.matches(message):
                 return None
         content = self._to_content(message)
         digest = content_digest(content)
@@ -178,7 +184,10 @@ class ContextIndex:
             known = index.journaled.get(mid)
             if known is not None and known.digest == digest:
                 return None
-        index.journaled[mid] = _Seen(message, digest)
+            if known is None and digest in index.digests:  # stored, by an earlier process
+                index.journaled[mid] = _Seen(message, digest, message.content)
+                return None
+        index.journaled[mid] = _Seen(message, digest, message.content)
         index.digests.add(digest)
         return content, digest
 
@@ -193,11 +202,11 @@ class ContextIndex:
         for message in messages:
             mid = message.id
             known = journaled.get(mid) if mid is not None else None
-            if known is None or (known.message is not message and known.message != message):
+            if known is None or not known.matches(message):
                 known = recent.get(mid) if mid is not None else None
-                if known is None or (known.message is not message and known.message != message):
+                if known is None or not known.matches(message):
                     content = self._to_content(message)
-                    known = _Seen(message, content_digest(content))
+                    known = _Seen(message, content_digest(content), message.content)
                     if known.digest not in index.digests:
                         inline[known.digest] = content
                         index.digests.add(known.digest)

@@ -127,7 +127,7 @@ from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from journal import _capture as cap
-from journal._edits import HeldWrite
+from journal._edits import HeldWrite, task_order_key
 from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
 from journal._run_state import Node, RunState
 from journal._trace_callbacks import TraceCallbacks
@@ -235,9 +235,10 @@ class RunJournal(TraceCallbacks):
     def _top_node_start(self, node: Node, inputs: Any, metadata: dict[str, Any]) -> None:
         """A node of the root graph starts: the steps before it are applied."""
         thread = self._threads.get(node.run.thread_id)
-        if node.step is not None and thread.step != node.step:
+        new_step = node.step is not None and thread.step != node.step
+        if new_step:
             # a later superstep: LangGraph applied the earlier one's writes
-            if thread.held and (thread.held_step is None or node.step > thread.held_step):
+            if thread.held and (thread.held_step is None or node.step > thread.held_step):  # type: ignore[operator]
                 self._apply_held(thread)
             thread.step = node.step
             thread.fresh = []
@@ -247,7 +248,9 @@ class RunJournal(TraceCallbacks):
         if tools.pending and later:
             for message in tools.release_all():
                 self._emit_message(node, message, "agent")
-        node.path = str(metadata.get("langgraph_path") or "")
+        if new_step:  # the state this node reads is the applied state: the journal's must match
+            self._resync(thread, node.run, inputs)
+        node.path = task_order_key(metadata.get("langgraph_path") or "")
         if isinstance(inputs, dict):
             base = inputs.get("messages")
             node.base = base if isinstance(base, list) else None
@@ -273,6 +276,7 @@ class RunJournal(TraceCallbacks):
         user = Node(run=run, name=name, caller="user", node=None, step=None)
         command = not isinstance(inputs, dict)  # a Command's update adds every message it has
         thread = self._threads.get(run.thread_id)
+        thread.fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
         for message in cap.assign_input_ids(inputs):
             # a resent history's answers and summaries were journaled when they were produced
             if (command or message.type == "human") and not cap.is_summary(message):
@@ -281,7 +285,7 @@ class RunJournal(TraceCallbacks):
                 mid = str(message.id)
                 thread.seen.add(mid)
                 thread.order[mid] = None
-                thread.last[mid] = message
+                thread.last[mid] = (message, message.content)
 
     def on_chain_end(
         self,
@@ -295,7 +299,7 @@ class RunJournal(TraceCallbacks):
         with self._lock:
             run = self._roots.get(run_id)
             if run is not None:
-                self._finish_root(run_id, run, "run.end", run.summary("success"))
+                self._finish_root(run_id, run, "run.end", run.summary("success"), state=outputs)
                 return
             node = self._nodes.pop(run_id, None)
             if node is None or not node.top:
@@ -367,6 +371,8 @@ class RunJournal(TraceCallbacks):
             run = self._roots.get(run_id)
             if run is None:
                 node = self._nodes.pop(run_id, None)
+                if node is not None and node.top and isinstance(error, GraphBubbleUp):
+                    node.run.task_interrupted = True  # its step is not applied until resumed
                 # an interrupted call is answered when the run resumes: keep its place
                 if (
                     node is not None
@@ -395,14 +401,18 @@ class RunJournal(TraceCallbacks):
         event_type: str,
         content: dict[str, Any],
         applied: bool = True,
+        state: Any = None,
     ) -> None:
-        """End a root run; ``applied``: LangGraph applied its last superstep's writes."""
+        """End a root run; ``applied``: LangGraph applied its last superstep's writes;
+        ``state``: the root's output (the final state of a graph)."""
         del self._roots[run_id]
         self._runs_by_id.pop(run.run_id, None)
         paused = run.interrupted or event_type == "run.interrupt"
         thread = self._threads.get(run.thread_id)
-        if thread.held and not paused:  # a paused step is applied when the run resumes
-            if applied:
+        # a step a task paused in is applied when the run resumes; at a breakpoint
+        # (interrupt_before/after) LangGraph applied the step before pausing
+        if thread.held and not (paused and run.task_interrupted):
+            if applied or paused:
                 self._apply_held(thread)
             else:
                 _log.warning("journal_edits_not_applied", run_id=run.run_id, count=len(thread.held))
@@ -414,6 +424,7 @@ class RunJournal(TraceCallbacks):
         else:
             for message in tools.release_all():
                 self._emit_message(holder, message, "agent")
+            self._resync(thread, run, state)
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
             self._emit(run, "lifecycle", event_type, content, {})
         run.finished = True

@@ -24,11 +24,12 @@ from tests.postgres_server import PostgresServer, PostgresServerError, fresh_dat
 from tests.test_run_journal_failures import FAST_RETRY, assert_gap_free_unique, run_agent
 
 
-def healthy_count(tmp_path: Path) -> int:
-    """How many events one ``run_agent`` run journals on a store that never fails."""
+def healthy_count(tmp_path: Path, runs: int = 1) -> int:
+    """How many events ``runs`` ``run_agent`` runs journal on a store that never fails."""
     store = MemoryEventStore()
-    with RunJournal(store, spool_path=tmp_path / "healthy.jsonl") as journal:
-        run_agent(journal)
+    with RunJournal(store, spool_path=tmp_path / f"healthy-{runs}.jsonl") as journal:
+        for _ in range(runs):
+            run_agent(journal)
     return len(store.read("t1"))
 
 
@@ -117,8 +118,8 @@ def test_journal_drains_its_own_spool_when_the_store_returns(tmp_path: Path) -> 
     assert journal.flush(10) and journal.spooled_events > 0
     store.down = False
     run_agent(journal, question="second")
-    per_run = healthy_count(tmp_path)
-    wait_for(lambda: store.inner.last_seq("t1") == 2 * per_run and not spool.exists())
+    two_runs = healthy_count(tmp_path, runs=2)
+    wait_for(lambda: store.inner.last_seq("t1") == two_runs and not spool.exists())
     spooled = journal.spooled_events
     run_agent(journal, question="third")
     journal.close()

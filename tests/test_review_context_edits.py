@@ -1,9 +1,9 @@
-"""Review of issue 10 (every context edit journaled): real runs that break invariant 6.
+"""Context edits a review found journaled wrong (invariant 6), each on a real run.
 
-Each test is a real ``StateGraph`` / ``create_agent`` run with deterministic fakes; after the
-run it compares the journal with the checkpoint (``view="state"``) and with what the model
-received (``view="model"`` at each agent ``llm.start``). Every test here fails today and is
-marked ``xfail(strict=True)`` with what is wrong.
+Each test is a real ``StateGraph`` run with deterministic fakes; after the run it compares the
+journal with the checkpoint (``view="state"``) and with what the model received
+(``view="model"`` at each agent ``llm.start``). One known limit stays ``xfail(strict=True)``
+with its reason: a rewrite whose list repeats an id.
 """
 
 from __future__ import annotations
@@ -78,16 +78,6 @@ def chat_node(model: ScriptedChatModel) -> Callable[[MessagesState], dict[str, A
 # -- 1. parallel nodes: messages journaled in completion order, not task order --------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Two nodes of one superstep that each add a message (no edit): LangGraph applies "
-        "their writes in task-path order (a, b) but the journal records them in completion "
-        "order (b finished first), so view='state' (and view='full', the timeline) has "
-        "[.., b, a] while the checkpoint has [.., a, b]. settle_step only reorders a step "
-        "that holds an edit; _node_messages/_emit_message append in completion order."
-    ),
-)
 def test_parallel_nodes_without_edits_keep_task_order(
     journal: tuple[RunEventStore, RunJournal],
 ) -> None:
@@ -128,17 +118,6 @@ class WorkerInput(TypedDict):
     index: int
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "12 Send tasks in one superstep, the last one also removes a message (an edit): "
-        "settle_step/_apply_held sort the step's writes by str(langgraph_path), so the task "
-        "of Send #10 and #11 ('(..., 10, ...)') sort before Send #2; view='state' has "
-        "[w0, w1, w10, w11, w2, ...] while the checkpoint has [w0, w1, w2, ..., w11] "
-        "(LangGraph orders task paths numerically). Cause: node.path = "
-        "str(metadata['langgraph_path']) in run_journal._top_node_start."
-    ),
-)
 def test_send_fan_out_with_an_edit_orders_tasks_numerically(
     journal: tuple[RunEventStore, RunJournal],
 ) -> None:
@@ -181,17 +160,6 @@ def test_send_fan_out_with_an_edit_orders_tasks_numerically(
         pytest.param(("ai", "a tuple note"), id="tuple"),
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "A node returning {'messages': 'text'} or {'messages': ('ai', 'text')} (a single "
-        "message-like value, which add_messages accepts): the journal converts it and gives "
-        "it an id in a new list (_capture._normalise sets container[key] = items), but "
-        "LangGraph already captured the original value at ChannelWrite and assigns its own "
-        "uuid; the journaled message's id differs from the state's, so view='state' != "
-        "checkpoint (same content, other id) and restore_thread writes the wrong ids."
-    ),
-)
 def test_a_single_message_like_write_keeps_the_state_id(
     journal: tuple[RunEventStore, RunJournal], write: Any
 ) -> None:
@@ -216,18 +184,6 @@ def test_a_single_message_like_write_keeps_the_state_id(
 # -- 4. two journals (two processes) on one thread: delta records on a foreign base ---------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Two RunJournal instances on one store serving runs of the same thread in turn (two "
-        "workers/processes): journal A's 2nd call record is a delta whose base is A's "
-        "previous call, but in the thread the previous agent call is B's; StateWalk expands "
-        "against the last call of the caller in seq order, so expand_record returns None: "
-        "replay(view='model') returns [] and verify reports 'record_base_missing' for every "
-        "later call. Cause: ContextIndex.call_record bases deltas on this process's own last "
-        "call (digests.py), which another writer can interleave."
-    ),
-)
 def test_two_journals_on_one_thread_replay_every_call(tmp_path: Path) -> None:
     store = MemoryEventStore()
     journals = [
@@ -255,17 +211,6 @@ def test_two_journals_on_one_thread_replay_every_call(tmp_path: Path) -> None:
 # -- 5. restarted journal + stock summarization: kept messages journaled twice --------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "After a journal restart (new RunJournal on the same store), the first stock "
-        "SummarizationMiddleware rewrite resends the kept messages; the new journal's "
-        "ThreadState.seen is empty, so _journal_edit -> _emit_message journals a kept AI "
-        "message journaled before the restart as a new message.ai (no replacement flag): "
-        "view='full' holds 13 messages for 12 ids and the timeline shows the same answer "
-        "twice under the same item id. The writer checks the store for human input only."
-    ),
-)
 def test_restart_then_summarization_journals_no_message_twice(tmp_path: Path) -> None:
     store = MemoryEventStore()
     model = answering_model()
@@ -301,18 +246,6 @@ def test_restart_then_summarization_journals_no_message_twice(tmp_path: Path) ->
 # -- 6. a node that edits a message in place and writes it back ------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "A node changes the last AI message in place and returns it (a same-id write): "
-        "_emit_message skips it because thread.last[id] is the same object, so no "
-        "replacement is journaled; ContextIndex.call_record then reuses the stale digest "
-        "(known.message is message). The next model call received '[redacted] ...' but "
-        "view='model' and view='state' give the old text, and verify still says ok (a false "
-        "'exact'). The identity shortcuts in _journal_core._emit_message and "
-        "digests.ContextIndex.call_record/message_event trust an object that was mutated."
-    ),
-)
 def test_a_message_edited_in_place_and_written_back(
     journal: tuple[RunEventStore, RunJournal],
 ) -> None:
@@ -346,17 +279,6 @@ def test_a_message_edited_in_place_and_written_back(
 # -- 7. a static breakpoint (interrupt_before) right after an edit ---------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "interrupt_before=['chat'] after a node that deletes messages by id: the trim "
-        "superstep is applied and checkpointed before the run pauses, but _finish_root keeps "
-        "held edits of a paused run ('applied when the run resumes'), so after the paused "
-        "run view='state' still holds the deleted messages while the checkpoint "
-        "(get_state and channel_values) does not; restore_thread at that point would bring "
-        "them back. Only interrupt() inside a task leaves its step unapplied."
-    ),
-)
 def test_a_breakpoint_after_an_edit_journals_the_edit(
     journal: tuple[RunEventStore, RunJournal],
 ) -> None:
