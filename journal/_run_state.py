@@ -60,6 +60,7 @@ class RunState:
     dropped: int = 0
     interrupted: bool = False
     task_interrupted: bool = False  # a node of the root graph raised an interrupt
+    synced: bool = False  # the journal's order of the state was checked in this run
     finished: bool = False
 
     def add_usage(self, model: str, usage: dict[str, int]) -> None:

@@ -236,10 +236,14 @@ class RunJournal(TraceCallbacks):
         """A node of the root graph starts: the steps before it are applied."""
         thread = self._threads.get(node.run.thread_id)
         new_step = node.step is not None and thread.step != node.step
+        # the journal's order can differ from the state's only after parallel writes, writes
+        # it could not place, or before this run (another journal, a graph without memory)
+        check = not node.run.synced or bool(thread.unplaced)
         if new_step:
             # a later superstep: LangGraph applied the earlier one's writes
             if thread.held and (thread.held_step is None or node.step > thread.held_step):  # type: ignore[operator]
                 self._apply_held(thread)
+            check = check or len({path for _, path in thread.fresh}) > 1
             thread.step = node.step
             thread.fresh = []
         tools = thread.tools
@@ -248,8 +252,9 @@ class RunJournal(TraceCallbacks):
         if tools.pending and later:
             for message in tools.release_all():
                 self._emit_message(node, message, "agent")
-        if new_step:  # the state this node reads is the applied state: the journal's must match
+        if new_step and check:  # the state this node reads is the applied state
             self._resync(thread, node.run, inputs)
+            node.run.synced = True
         node.path = task_order_key(metadata.get("langgraph_path") or "")
         if isinstance(inputs, dict):
             base = inputs.get("messages")
