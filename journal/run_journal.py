@@ -66,8 +66,12 @@ the message has in the LangGraph state; metadata ``digest``: its digest, see
                      A call whose tool interrupts keeps its place: later results wait for
                      the resumed run; if the journal closes first (a restart), they are
                      journaled at close, ahead of the resumed call's result.
-                     Known limit: a message mutated in place (same object, no write) is not
-                     seen.
+                     A message a node edits in place and writes back is a replacement (its
+                     content object changed). A message written in a form the journal cannot
+                     give an id (a bare string or tuple as the whole write) is journaled
+                     once the state shows the id LangGraph gave it.
+                     Known limits: a message mutated in place and not written back is not
+                     seen; a rewrite whose list repeats an id keeps it once.
   ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
                      summarization: content ``{"removed_message_ids"}`` for removals by id,
                      ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
@@ -76,7 +80,14 @@ the message has in the LangGraph state; metadata ``digest``: its digest, see
                      are journaled once LangGraph applied their superstep (when the next
                      one starts or the root ends; a failed superstep's edits never are), in
                      task-path order; when messages of other tasks of the step interleave,
-                     the step's last edit carries the whole order.
+                     the step's last edit carries the whole order. A ``message.remove`` that
+                     removes nothing (``removed_message_ids: []``, ``state_message_ids``)
+                     only sets the state's order: written when the state LangGraph hands the
+                     next node (or the root's output) is ordered otherwise than the journal
+                     recorded it — parallel tasks journaled in completion order, writes of
+                     another journal, a graph without a checkpointer; the timeline skips it.
+                     An edit before a breakpoint (``interrupt_before``/``after``) is applied
+                     when the run pauses; one in a step a task interrupted, on resume.
 
 trace
   ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
