@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import structlog
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -35,12 +34,13 @@ from history.api_models import ErrorBody
 from history.errors import ThreadNotFoundError
 from history.sse import StreamControl, StreamSettings
 from history.viewer import build_viewer_router
+from journal._logging import get_logger
 from journal.errors import StoreError
 from journal.store import RunEventStore
 
 __all__ = ["create_app"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."}

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-import structlog
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -43,13 +42,14 @@ from history._catalog import MESSAGE_TYPES, MODEL_CALL, TIMELINE_TYPES, is_agent
 from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
 from history._walk import StateWalk, call_record
 from history.errors import ThreadNotFoundError
+from journal._logging import get_logger
 from journal.events import RunEvent
 from journal.messages import content_to_message
 from journal.store import RunEventStore
 
 __all__ = ["ReplayView", "areplay", "arestore_thread", "replay", "restore_thread"]
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 ReplayView = Literal["full", "state", "model"]
 _VIEWS: Final = ("full", "state", "model")

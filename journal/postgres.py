@@ -51,11 +51,11 @@ from urllib.parse import urlsplit
 
 import psycopg
 import psycopg.errors
-import structlog
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from journal._driver_loop import DriverLoop, DriverLoopStopped
+from journal._logging import get_logger
 from journal._postgres_ops import (
     BEGIN,
     Op,
@@ -81,7 +81,7 @@ from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["PostgresEventStore"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

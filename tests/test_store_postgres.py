@@ -14,7 +14,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from structlog.testing import capture_logs
 
 from journal import (
     RunEventStore,
@@ -37,6 +36,7 @@ from journal._postgres_schema import (
 from journal.postgres import PostgresEventStore, _drive
 from journal.store import RunEventStore as _Store
 from tests.contract import StoreContract, ev, many, seqs
+from tests.logs import capture_logs
 from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
 
 pytestmark = pytest.mark.postgres
