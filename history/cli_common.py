@@ -13,21 +13,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from journal._logging import LOGGER_PREFIX
 from journal.store import RunEventStore
 from journal.urls import DEFAULT_STORE_URL, open_store
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = [
     "STORE_ENV",
@@ -154,6 +150,14 @@ def progress_bar(
     console: Console, description: str, total: int | None, *, enabled: bool = True
 ) -> Progress:
     """A progress bar on ``console``, drawn only when ``enabled`` and it is a terminal."""
+    from rich.progress import (  # only the transfer commands draw one
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

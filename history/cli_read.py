@@ -27,7 +27,6 @@ from history.timeline import build_timeline
 from history.verify import verify as verify_thread
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
-from journal.messages import message_to_content
 
 __all__ = ["READ_COMMANDS"]
 
@@ -229,6 +228,8 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     with open_cli_store(store_url) as store:
         messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
     if as_json:
+        from journal.messages import message_to_content
+
         payload: list[Any] = [to_jsonable(message_to_content(m)) for m in messages]
         emit_json(payload)
         return

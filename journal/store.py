@@ -25,7 +25,6 @@ driver overrides the ``_a*`` hooks.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -444,6 +443,8 @@ class RunEventStore(ABC):
 
     @staticmethod
     async def _in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio  # here, not at the top: reading a store from the CLI never needs it
+
         return await asyncio.to_thread(func, *args, **kwargs)
 
     # -- backend hooks -----------------------------------------------------------------------
