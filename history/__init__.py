@@ -17,7 +17,7 @@ from history.timeline import TimelineItem, TimelinePage, abuild_timeline, build_
 from history.verify import VerifyReport, averify, verify
 
 if TYPE_CHECKING:
-    from history.app import create_app
+    from history.server.app import create_app
 
 __all__ = [
     "ReplayView",
@@ -40,7 +40,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``create_app`` imports the HTTP stack (FastAPI) on first use."""
     if name == "create_app":
-        from history.app import create_app
+        from history.server.app import create_app
 
         globals()[name] = create_app
         return create_app

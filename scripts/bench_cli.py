@@ -26,9 +26,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from langchain_core.messages import HumanMessage
 
-from history.cli import cli
-from history.demo import DEMO_TURNS, build_demo_agent, demo_script, run_demo
-from history.demo_models import ScriptedAgentModel
+from history.cli.demo import DEMO_TURNS, build_demo_agent, demo_script, run_demo
+from history.cli.demo_models import ScriptedAgentModel
+from history.cli.main import cli
 from journal import NewEvent, SqliteEventStore
 
 

@@ -12,9 +12,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from history.app import create_app
-from history.server import serve_in_thread
-from history.sse import StreamControl, StreamSettings, stream_events
+from history.server.app import create_app
+from history.server.run import serve_in_thread
+from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.events import EventFilter, validate_id
 from tests.contract import ev

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from history.app import create_app
-from history.server import serve_in_thread
-from history.sse import StreamControl, StreamSettings, stream_events
+from history.server.app import create_app
+from history.server.run import serve_in_thread
+from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.sqlite import SqliteEventStore
 from tests.logs import capture_logs

@@ -82,7 +82,7 @@ def test_reading_commands_load_no_http_or_agent_stack(tmp_path: Path) -> None:
                                    event_type="run.start", content={{}}, metadata={{}})])
             store.close()
             import sys
-            from history.cli import main
+            from history.cli.main import main
             sys.argv = ["runjournal", *{argv!r}, "--store", {url!r}]
             try:
                 main()

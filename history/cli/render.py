@@ -23,7 +23,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from history._text import shorten
+from history.cli._text import shorten
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

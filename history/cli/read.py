@@ -11,8 +11,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from history._text import shorten
-from history.cli_common import (
+from history.cli._text import shorten
+from history.cli.common import (
     emit_json,
     json_option,
     open_cli_store,
@@ -20,7 +20,7 @@ from history.cli_common import (
     require_thread,
     store_option,
 )
-from history.render import content_text, render_messages, render_timeline
+from history.cli.render import content_text, render_messages, render_timeline
 from history.replay import ReplayView
 from history.replay import replay as replay_thread
 from history.timeline import build_timeline

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import click
 
-from history.cli_common import (
+from history.cli.common import (
     UserError,
     err_console,
     open_cli_store,
@@ -27,8 +27,8 @@ from history.cli_common import (
     setup_logging,
     store_option,
 )
-from history.cli_read import READ_COMMANDS
-from history.cli_transfer import TRANSFER_COMMANDS
+from history.cli.read import READ_COMMANDS
+from history.cli.transfer import TRANSFER_COMMANDS
 from journal.errors import JournalError
 from journal.urls import DEFAULT_STORE_URL
 
@@ -81,8 +81,8 @@ def demo(store_url: str, thread_id: str) -> None:
     TrackingSummarizationMiddleware (an extractive summarizer, low trigger): 4 runs, 3
     compactions. No network, no API key; an earlier thread of the same id is replaced.
     """
-    from history.demo import DEMO_TURNS, run_demo
-    from history.render import render_timeline
+    from history.cli.demo import DEMO_TURNS, run_demo
+    from history.cli.render import render_timeline
     from history.timeline import build_timeline
 
     notes = err_console()
@@ -161,8 +161,8 @@ def serve(
     The viewer lists threads at / and shows one at /threads/THREAD; the JSON API is under
     /api (OpenAPI at /docs).
     """
-    from history.app import create_app
-    from history.server import bind_socket, make_server
+    from history.server.app import create_app
+    from history.server.run import bind_socket, make_server
 
     # The app and the socket first: a bad token or a port in use is one line, nothing served.
     with open_cli_store(store_url) as store:
