@@ -1,6 +1,6 @@
 """The ``RunEventStore`` contract, written once: every backend inherits these guarantees.
 
-Guarantees (every backend, checked by ``tests/contract.py``):
+Guarantees (every backend, checked by ``journal.testing.StoreContract``):
 
 * **Append-only.** No method updates an event; ``delete_thread`` is the only deletion.
 * **Gap-free seq.** Events of one thread get seq 1, 2, 3… in commit order, with no gap and no

@@ -253,7 +253,7 @@ def sigkill_mid_batch(tmp: Path, runs: int) -> Outcome:
     db = tmp / "killed.db"
     code = f"""
         from journal import open_store
-        from tests.contract import many
+        from journal.testing import many
         store = open_store("sqlite:///{db}")
         n = 0
         while True:

@@ -22,7 +22,7 @@ from journal import (
 )
 from journal.copy import ProgressCallback
 from journal.postgres import PostgresEventStore
-from tests.contract import ev, many
+from journal.testing import ev, many
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 

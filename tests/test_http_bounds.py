@@ -17,7 +17,7 @@ from history.server.run import serve_in_thread
 from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.events import EventFilter, validate_id
-from tests.contract import ev
+from journal.testing import ev
 
 BIG = 100_000  # characters of one message
 SETTINGS = StreamSettings(poll_interval=0.02, heartbeat_interval=5, page_bytes=350_000)

@@ -35,7 +35,7 @@ from journal._postgres_schema import (
 )
 from journal.postgres import PostgresEventStore, _drive
 from journal.store import RunEventStore as _Store
-from tests.contract import StoreContract, ev, many, seqs
+from journal.testing import StoreContract, ev, many, seqs
 from tests.logs import capture_logs
 from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
 
@@ -232,8 +232,10 @@ def test_lost_connections_are_replaced_transparently(
     """After the server kills every pooled connection, the next append works, with no retry."""
     pg.append(many(1))
     with psycopg.connect(postgres_db_url, autocommit=True) as admin:
+        # pg_terminate_backend(pid, timeout) waits until each backend is gone, so the pooled
+        # connections have their end of file to read before the next append (no race)
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
             "WHERE application_name = 'runjournal' AND pid <> pg_backend_pid()"
         )
     with capture_logs() as logs:
