@@ -24,6 +24,7 @@ from journal import (
     StoreUnavailableError,
     open_store,
 )
+from journal._postgres_driver import drive as _drive
 from journal._postgres_ops import BEGIN, Op, append_op
 from journal._postgres_schema import (
     CREATE_VERSION_TABLE,
@@ -33,7 +34,7 @@ from journal._postgres_schema import (
     SCHEMA_VERSION,
     SELECT_VERSION,
 )
-from journal.postgres import PostgresEventStore, _drive
+from journal.postgres import PostgresEventStore
 from journal.store import RunEventStore as _Store
 from journal.testing import StoreContract, ev, many, seqs
 from tests.logs import capture_logs

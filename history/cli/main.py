@@ -120,6 +120,34 @@ def demo(store_url: str, thread_id: str) -> None:
     )
 
 
+@cli.command()
+@store_option
+def migrate(store_url: str) -> None:
+    """Create or upgrade the store's schema to this runjournal's version (deploy time).
+
+    Run it as the role that owns the schema; app servers then open the store with
+    open_store(url, migrate=False) and need no right to change it. Safe to run again and
+    from several machines at once: it applies only what is missing. (A SQLite file is
+    brought up to date by whoever opens it; this creates it if it is missing.)
+
+    \b
+    Example:
+      runjournal migrate --store postgresql://runjournal_owner@db.internal/runjournal
+    """
+    with open_cli_store(store_url, create=True) as store:
+        applied = int(getattr(store, "migrations_applied", 0))
+        setup = getattr(store, "setup", None)
+        if callable(setup):
+            applied += int(setup())
+            from journal._postgres_schema import SCHEMA_VERSION
+
+            version = f"version {SCHEMA_VERSION}"
+        else:
+            version = "this runjournal's version"
+    plural = "" if applied == 1 else "s"
+    out_console().print(f"schema at {version}: {applied} migration{plural} applied")
+
+
 def command_name(argv0: str | None = None) -> str:
     """How to run this program again from a shell: ``runjournal`` if PATH finds this very
     program, else the path it was started by (``.venv/bin/runjournal`` after scripts/demo.sh).
