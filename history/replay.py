@@ -31,25 +31,24 @@ checkpoints are gone. ``areplay``/``arestore_thread`` are the async variants.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
-
-import structlog
-from langchain_core.messages import BaseMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.pregel import Pregel
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from history._catalog import MESSAGE_TYPES, MODEL_CALL, TIMELINE_TYPES, is_agent_call
 from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
 from history._walk import StateWalk, call_record
 from history.errors import ThreadNotFoundError
+from journal._logging import get_logger
 from journal.events import RunEvent
-from journal.messages import content_to_message
 from journal.store import RunEventStore
+
+if TYPE_CHECKING:  # LangChain loads when messages are built, not when history is imported
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.pregel import Pregel
 
 __all__ = ["ReplayView", "areplay", "arestore_thread", "replay", "restore_thread"]
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 ReplayView = Literal["full", "state", "model"]
 _VIEWS: Final = ("full", "state", "model")
@@ -117,6 +116,8 @@ def replay_plan(thread_id: str, upto_seq: int | None, view: str) -> Plan[list[Ba
 
 
 def _to_messages(thread_id: str, contents: list[Any]) -> list[BaseMessage]:
+    from journal.messages import content_to_message
+
     messages: list[BaseMessage] = []
     unreadable = 0
     for content in contents:
@@ -154,6 +155,9 @@ async def areplay(
 def _seed(messages: list[BaseMessage]) -> dict[str, Any]:
     # Clearing first makes the checkpoint hold exactly the replayed state, even if the
     # checkpointer still had (stale) messages for this thread.
+    from langchain_core.messages import RemoveMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
 
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any, Final, Self
 from uuid import UUID
 
-import structlog
 from langchain_core.messages import BaseMessage
 from langgraph.callbacks import GraphCallbackHandler
 
 from journal._capture import is_summary
 from journal._edits import AppliedEdit, inferred_summary, replay_order, settle_step, state_ids
+from journal._logging import get_logger
 from journal._run_state import Node, RunState, SpinLock, ThreadState, ThreadStates, caller_for
 from journal._writer import DEFAULT_CLOSE_TIMEOUT, SKIP, Extra, Lazy, Pending, Writer
 from journal.digests import ContextIndex, stored_digest
@@ -31,7 +31,7 @@ from journal.store import RunEventStore
 
 __all__ = ["BAD_TAG_CHARS", "MAX_TAG_LENGTH", "JournalCore", "event_tag"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 #: The event a summarization is journaled as; the event of any other removal.
 SUMMARIZE_EVENT: Final = "middleware:summarize"
 REMOVE_EVENT: Final = "message.remove"

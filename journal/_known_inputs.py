@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Final
 
-import structlog
-
+from journal._logging import get_logger
 from journal.store import RunEventStore
 
 __all__ = ["KnownInputs", "message_id_of"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _CAPACITY: Final = 4096
 
 

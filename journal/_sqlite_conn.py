@@ -20,13 +20,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, TypeVar
 
-import structlog
-
+from journal._logging import get_logger
 from journal.errors import StoreClosedError, StoreCorruptError, StoreError, StoreUnavailableError
 
 __all__ = ["ConnectionPool", "is_busy", "retry_busy", "transaction", "translate"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

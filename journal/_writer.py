@@ -36,16 +36,15 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
-import structlog
-
 from journal._known_inputs import KnownInputs
+from journal._logging import get_logger
 from journal.events import new_event_id
 from journal.spool import Spool, recover_spool, spooled_threads
 from journal.store import RunEventStore
 
 __all__ = ["SKIP", "Extra", "Lazy", "Pending", "Writer"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -21,15 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-import structlog
-
+from journal._logging import get_logger
 from journal.errors import CopyConflictError
 from journal.events import RunEvent, validate_id
 from journal.store import RunEventStore
 
 __all__ = ["CopyConflictError", "CopySummary", "ProgressCallback", "copy_store"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: Called as ``progress(thread_id, count)`` after each page: ``count`` more source events are
 #: now in the target (copied, or found already there). The counts add up to the events copied

@@ -37,6 +37,7 @@ import json
 import math
 import pathlib
 import re
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any, Final, cast
@@ -287,13 +288,10 @@ _NOTHING = object()
 
 def _dump_object(value: Any) -> Any:
     """Turn a known rich object into plain containers, or return ``_NOTHING``."""
-    try:
-        from langchain_core.messages import BaseMessage, message_to_dict
-
-        if isinstance(value, BaseMessage):
-            return message_to_dict(value)
-    except ImportError:  # pragma: no cover - langchain-core is a dependency
-        pass
+    # A LangChain message exists only once LangChain is loaded: never load it to find out.
+    messages = sys.modules.get("langchain_core.messages")
+    if messages is not None and isinstance(value, messages.BaseMessage):
+        return messages.message_to_dict(value)
     try:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}

@@ -6,7 +6,7 @@
     └── StoreError                 a store could not do what was asked (driver errors wrapped here)
         ├── StoreUnavailableError  the store cannot be reached or opened (down, unwritable path)
         ├── StoreCorruptError      the file or schema is not a runjournal store, or is damaged
-        ├── SchemaVersionError     the store was written by a newer runjournal
+        ├── SchemaVersionError     schema newer than this runjournal, or missing or behind
         └── StoreClosedError       the store was used after ``close()``
     └── CopyConflictError          ``copy_store``: a target thread diverges from its source
 
@@ -37,7 +37,8 @@ class StoreCorruptError(StoreError):
 
 
 class SchemaVersionError(StoreError):
-    """The store's schema is newer than this version of runjournal understands."""
+    """The store's schema is newer than this runjournal understands, or, opened with
+    ``migrate=False``, missing or behind (``runjournal migrate --store URL`` brings it up)."""
 
 
 class StoreClosedError(StoreError):

@@ -35,31 +35,39 @@ Guarantees beyond the contract in :mod:`journal.store`:
   ``json`` columns (see :mod:`journal._postgres_schema` for why not ``jsonb``).
 
 The schema is created and upgraded on open by versioned migrations (see
-:mod:`journal._postgres_schema`) under an advisory lock, so concurrent first opens are safe.
+:mod:`journal._postgres_schema`) under an advisory lock, so concurrent first opens are safe; or,
+with ``migrate=False``, only checked (no DDL), for an application role that may not change it,
+while ``setup()`` / ``runjournal migrate`` runs the migrations at deploy time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import select
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, ExitStack
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
 import psycopg.errors
-import structlog
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from journal._driver_loop import DriverLoop, DriverLoopStopped
+from journal._logging import get_logger
+from journal._postgres_driver import (
+    adrive,
+    drive,
+    maybe_dead,
+    retryable,
+    translate,
+    where_of,
+    where_of_conninfo,
+)
 from journal._postgres_ops import (
-    BEGIN,
     Op,
-    Row,
     append_attempts,
     count_op,
     delete_thread_op,
@@ -69,19 +77,15 @@ from journal._postgres_ops import (
     migrate_op,
     read_op,
 )
-from journal.errors import (
-    StoreClosedError,
-    StoreCorruptError,
-    StoreError,
-    StoreUnavailableError,
-)
+from journal._postgres_setup import SET_LOCAL_SESSION, check_schema_op
+from journal.errors import StoreClosedError
 from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
 from journal.store import RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["PostgresEventStore"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -90,101 +94,10 @@ _MAX_ATTEMPTS: Final = 5
 _CLOSE_GRACE: Final = 5.0
 
 
-def _translate(error: Exception, where: str) -> StoreError:
-    """The one place psycopg errors become ``journal.errors`` (never a password in text)."""
-    if isinstance(error, PoolClosed):
-        return StoreClosedError(f"{where}: the store was closed during the call")
-    if isinstance(error, PoolTimeout | psycopg.OperationalError):
-        if isinstance(error, psycopg.errors.QueryCanceled):
-            return StoreUnavailableError(f"{where}: statement timed out ({error})")
-        return StoreUnavailableError(f"{where}: cannot connect to PostgreSQL ({error})")
-    if isinstance(
-        error,
-        psycopg.errors.UndefinedTable
-        | psycopg.errors.UndefinedColumn
-        | psycopg.errors.DuplicateTable
-        | psycopg.errors.DuplicateFunction,
-    ):
-        return StoreCorruptError(f"{where}: not a runjournal schema ({error})")
-    return StoreError(f"{where}: {type(error).__name__}: {error}")
-
-
-def _retryable(error: Exception) -> bool:
-    """Whether running the operation again is safe and may succeed.
-
-    A lost connection (server restart, killed backend), a deadlock or a serialization
-    failure is: appends are idempotent and the other operations read, or delete a thread.
-    A statement timeout and a pool timeout are not: retrying would multiply the wait.
-    """
-    if isinstance(error, psycopg.errors.QueryCanceled | PoolTimeout | PoolClosed):
-        return False
-    if isinstance(error, psycopg.OperationalError):
-        return True
-    return (
-        isinstance(error, psycopg.errors.UniqueViolation)
-        and error.diag.constraint_name == "runjournal_events_event_id"
-    )
-
-
-def _where(url: str) -> str:
-    """``host:port/db`` of ``url``, without credentials, for messages."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port or 5432
-    except ValueError as e:  # the message must not echo the URL: it may hold a password
-        raise ValueError(
-            f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
-        ) from None
-    return f"postgresql://{parts.hostname or ''}:{port}{parts.path}"
-
-
-def _drive(conn: psycopg.Connection[Row], op: Op[T]) -> T:
-    """Run ``op`` on ``conn``: execute each query it yields and send back the rows."""
-    with ExitStack() as stack:
-        query = next(op)
-        if query is BEGIN:
-            stack.enter_context(conn.transaction())
-            query = next(op)
-        while True:
-            cursor = conn.execute(*query)
-            rows = cursor.fetchall() if cursor.description else []
-            try:
-                query = op.send(rows)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-
-
-async def _adrive(conn: psycopg.AsyncConnection[Row], op: Op[T]) -> T:
-    """Async :func:`_drive`."""
-    async with AsyncExitStack() as stack:
-        query = next(op)
-        if query is BEGIN:
-            await stack.enter_async_context(conn.transaction())
-            query = next(op)
-        while True:
-            cursor = await conn.execute(*query)
-            rows = await cursor.fetchall() if cursor.description else []
-            try:
-                query = op.send(rows)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-
-
-def _maybe_dead(conn: psycopg.Connection[Row] | psycopg.AsyncConnection[Row]) -> bool:
-    """Whether an idle pooled connection needs a round trip to prove it is alive.
-
-    An idle connection has nothing to read unless the server sent something: typically the
-    notice and end of file of a server shutting down or of a terminated backend.
-    """
-    if conn.closed or conn.broken:
-        return True
-    try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    except (OSError, ValueError, psycopg.Error):
-        return True
-    return bool(readable)
+def _checked(check: Op[int]) -> Op[int]:
+    """The schema check ``check`` as an open step that applied no migrations."""
+    yield from check
+    return 0
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -194,9 +107,20 @@ class PostgresEventStore(RunEventStore):
     """A ``RunEventStore`` on PostgreSQL (psycopg 3 with connection pools).
 
     ``url`` is a libpq URL (``postgresql://user:password@host:port/db``; its query parameters,
-    ``options`` included, are kept). ``connect_timeout``
-    (seconds) bounds getting a connection, ``statement_timeout`` (seconds) any one statement;
-    ``min_size``/``max_size`` size each pool. Opening creates or upgrades the schema and raises
+    ``options`` included, are kept): the store builds its own pools, sized by
+    ``min_size``/``max_size``. Or pass the application's own ``pool=``
+    (``psycopg_pool.ConnectionPool``) and optionally ``apool=`` (an ``AsyncConnectionPool``
+    opened on the loop that calls the async methods; without it they run the sync ones in a
+    worker thread): the store borrows their connections, sets UTC and its statement timeout
+    per transaction only (``SET LOCAL``), replaces dead connections as in its own pools, and
+    never closes them. ``connect_timeout`` (seconds) bounds getting a connection,
+    ``statement_timeout`` (seconds) any one statement.
+
+    Opening creates or upgrades the schema (``migrate=True``, the default); with
+    ``migrate=False`` it only checks it (no DDL) and raises ``SchemaVersionError`` if it is
+    missing or behind: migrate at deploy time with :meth:`setup` or ``runjournal migrate
+    --store URL`` as the schema's owner, and open with ``migrate=False`` as a role that may
+    only append, read and delete threads (README: least privilege). Raises
     ``StoreUnavailableError`` when the server cannot be reached, ``SchemaVersionError`` when
     the schema is newer than this library. Connections are not shared across ``fork``: open
     the store in each process (after a pre-forking server forks its workers).
@@ -204,8 +128,11 @@ class PostgresEventStore(RunEventStore):
 
     def __init__(
         self,
-        url: str,
+        url: str | None = None,
         *,
+        pool: ConnectionPool[Any] | None = None,
+        apool: AsyncConnectionPool[Any] | None = None,
+        migrate: bool = True,
         connect_timeout: float = 5.0,
         statement_timeout: float = 30.0,
         min_size: int = 1,
@@ -214,53 +141,100 @@ class PostgresEventStore(RunEventStore):
         metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
         super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
-            raise ValueError(
-                "PostgresEventStore needs a postgresql://user:password@host:port/db URL"
-            )
         for name, value in (("connect_timeout", connect_timeout),
                             ("statement_timeout", statement_timeout)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+        self._timeout = float(connect_timeout)
+        self._statement_ms = str(int(statement_timeout * 1000))
+        self._driver: DriverLoop | None = None  # async pool's home, made on first async use
+        self._apool: AsyncConnectionPool[Any] | None = None
+        self._driver_lock = threading.Lock()
+        self._host_pool = pool is not None
+        if pool is not None:
+            applied = self._open_host_pools(url, pool, apool, migrate)
+        else:
+            if apool is not None:
+                raise ValueError("apool= needs pool= too: pass the application's pools, or a URL")
+            applied = self._open_own_pool(url, min_size, max_size, migrate)
+        #: How many migrations opening this store applied (0 with ``migrate=False``).
+        self.migrations_applied = applied
+        log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
+
+    def _open_own_pool(self, url: str | None, min_size: int, max_size: int, migrate: bool) -> int:
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
+            raise ValueError(
+                "PostgresEventStore needs a postgresql://user:password@host:port/db URL "
+                "(or pool=, the application's psycopg ConnectionPool)"
+            )
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ValueError("pool sizes need 0 <= min_size <= max_size and max_size >= 1")
-        self._url = url  # may hold a password: never logged, only _where is
-        self._where = _where(url)
+        self._url: str | None = url  # may hold a password: never logged, only _where is
+        self._where = where_of(url)
         try:  # the URL's own options (e.g. -c search_path=...) are kept, ours come after
             url_options = str(conninfo_to_dict(url).get("options") or "")
         except psycopg.Error as e:  # its message names the parameter, never the password
             raise ValueError(
                 f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
             ) from None
-        self._timeout = float(connect_timeout)
         self._sizes = (min_size, max_size)
-        own_options = f"-c statement_timeout={int(statement_timeout * 1000)} -c TimeZone=UTC"
+        own_options = f"-c statement_timeout={self._statement_ms} -c TimeZone=UTC"
         self._kwargs: dict[str, Any] = {
             "autocommit": True,
-            "connect_timeout": max(1, round(connect_timeout)),
+            "connect_timeout": max(1, round(self._timeout)),
             "options": f"{url_options} {own_options}".strip(),
             "application_name": "runjournal",
         }
         # check: a pooled connection a server restart killed is replaced before use, so
         # the first operation after a restart does not fail
-        self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
+        self._pool: ConnectionPool[Any] = ConnectionPool(
             url, kwargs=self._kwargs, min_size=min_size, max_size=max_size,
             timeout=self._timeout, open=False, name="runjournal", check=self._check_pooled,
         )  # fmt: skip
-        self._driver: DriverLoop | None = None  # async pool's home, made on first async use
-        self._apool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] | None = None
-        self._driver_lock = threading.Lock()
         try:  # a direct connection first: its error says why (refused, no such database…)
             with psycopg.connect(url, **self._kwargs) as conn:
-                applied = _drive(conn, migrate_op())
+                applied = drive(conn, migrate_op() if migrate else _checked(check_schema_op()))
         except psycopg.Error as e:
-            raise _translate(e, self._where) from e
+            raise translate(e, self._where) from e
         self._pool.open(wait=False)
-        log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
+        return applied
+
+    def _open_host_pools(
+        self,
+        url: str | None,
+        pool: ConnectionPool[Any],
+        apool: AsyncConnectionPool[Any] | None,
+        migrate: bool,
+    ) -> int:
+        if url is not None:
+            raise ValueError("pass a URL or pool=, not both")
+        if not isinstance(pool, ConnectionPool):
+            raise TypeError(f"pool= must be a psycopg_pool.ConnectionPool, got {type(pool)!r}")
+        if apool is not None and not isinstance(apool, AsyncConnectionPool):
+            raise TypeError(
+                f"apool= must be a psycopg_pool.AsyncConnectionPool, got {type(apool)!r}"
+            )
+        self._url = None
+        self._where = where_of_conninfo(pool.conninfo if isinstance(pool.conninfo, str) else "")
+        self._pool = pool
+        self._apool = apool
+        return self._run(migrate_op if migrate else lambda: _checked(check_schema_op()))
+
+    def setup(self) -> int:
+        """Create or upgrade the schema to this library's version; return migrations applied.
+
+        The deploy-time step (``runjournal migrate --store URL`` runs it): call it as the
+        role that owns the schema; app servers then open the store with ``migrate=False``.
+        Safe to run again and from several processes at once (an advisory lock serialises).
+        """
+        self._check_open()
+        applied = self._run(migrate_op)
+        log.info("postgres_schema_migrated", where=self._where, migrations_applied=applied)
+        return applied
 
     # -- pooled connections: dead ones never reach an operation -----------------------------
 
-    def _check_pooled(self, conn: psycopg.Connection[Row]) -> None:
+    def _check_pooled(self, conn: psycopg.Connection[Any]) -> None:
         """Before use: if ``conn`` may be dead, replace every dead idle one, then fail it.
 
         A server restart (or a killed backend) makes the server close the connection, which
@@ -269,39 +243,94 @@ class PostgresEventStore(RunEventStore):
         discarding dead connections one by one would outlast ``connect_timeout``: checking
         the whole pool on the first failure makes the next attempt get a new connection.
         """
-        if not _maybe_dead(conn):
-            return
+        if not self._alive(conn):
+            raise psycopg.OperationalError("the server closed the connection")
+
+    def _alive(self, conn: psycopg.Connection[Any]) -> bool:
+        if not maybe_dead(conn):
+            return True
         try:
             ConnectionPool.check_connection(conn)
         except psycopg.Error:
             log.info("postgres_dead_connection_replaced", where=self._where)
             self._pool.check()
-            raise
+            return False
+        return True
 
-    async def _acheck_pooled(self, conn: psycopg.AsyncConnection[Row]) -> None:
+    async def _acheck_pooled(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Async :meth:`_check_pooled`."""
-        if not _maybe_dead(conn):
-            return
+        if not await self._aalive(conn):
+            raise psycopg.OperationalError("the server closed the connection")
+
+    async def _aalive(self, conn: psycopg.AsyncConnection[Any]) -> bool:
+        if not maybe_dead(conn):
+            return True
         try:
             await AsyncConnectionPool.check_connection(conn)
         except psycopg.Error:
             log.info("postgres_dead_connection_replaced", where=self._where)
             if self._apool is not None:
                 await self._apool.check()
-            raise
+            return False
+        return True
 
     # -- drivers: pool, transaction and retry around an operation ----------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A live pooled connection; a host pool's runs the operation in a transaction of ours.
+
+        Our own pools check connections as they hand them out; a host pool may check
+        differently or not at all, so its connections are checked here the same way, and a
+        dead one is swapped for a live one before the operation starts (not retried after).
+        """
+        if not self._host_pool:
+            with self._pool.connection() as conn:
+                yield conn
+            return
+        for _ in range(self._pool.max_size + 1):
+            with self._pool.connection() as conn:
+                if not self._alive(conn):
+                    continue  # a broken connection goes back to be discarded
+                with conn.transaction():
+                    conn.execute(SET_LOCAL_SESSION, (self._statement_ms,))
+                    yield conn
+                return
+        raise psycopg.OperationalError("no live connection in the pool")
+
+    @asynccontextmanager
+    async def _aconnection(
+        self, pool: AsyncConnectionPool[Any]
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """Async :meth:`_connection`."""
+        if not self._host_pool:
+            async with pool.connection() as conn:
+                yield conn
+            return
+        for _ in range(pool.max_size + 1):
+            async with pool.connection() as conn:
+                if not await self._aalive(conn):
+                    continue
+                async with conn.transaction():
+                    await conn.execute(SET_LOCAL_SESSION, (self._statement_ms,))
+                    yield conn
+                return
+        raise psycopg.OperationalError("no live connection in the pool")
 
     def _run(self, make_op: Callable[[], Op[T]]) -> T:
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                with self._pool.connection() as conn:
-                    return _drive(conn, make_op())
+                with self._connection() as conn:
+                    return drive(conn, make_op())
             except (psycopg.Error, PoolTimeout) as e:
                 self._give_up_unless_retryable(e, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _arun(self, make_op: Callable[[], Op[T]]) -> T:
+        if self._host_pool:  # on the caller's loop: the host's async pool lives there
+            if self._apool is None:
+                return await self._in_thread(self._run, make_op)
+            return await self._arun_on_pool(self._apool, make_op)
         driver, pool = self._async_driver()
         try:
             return await driver.run(self._arun_on_driver(pool, make_op))
@@ -309,35 +338,41 @@ class PostgresEventStore(RunEventStore):
             raise StoreClosedError(f"{self._where}: the store was closed during the call") from None
 
     async def _arun_on_driver(
-        self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], make_op: Callable[[], Op[T]]
+        self, pool: AsyncConnectionPool[Any], make_op: Callable[[], Op[T]]
     ) -> T:
         try:
             await pool.open(wait=False)
-            for attempt in range(1, _MAX_ATTEMPTS + 1):
-                try:
-                    async with pool.connection() as conn:
-                        return await _adrive(conn, make_op())
-                except (psycopg.Error, PoolTimeout) as e:
-                    self._give_up_unless_retryable(e, attempt)
+            return await self._arun_on_pool(pool, make_op)
         except asyncio.CancelledError:
             if self._closed:  # close() cancelled the call after its grace period
                 raise StoreClosedError(
                     f"{self._where}: the store was closed during the call"
                 ) from None
             raise
+
+    async def _arun_on_pool(
+        self, pool: AsyncConnectionPool[Any], make_op: Callable[[], Op[T]]
+    ) -> T:
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                async with self._aconnection(pool) as conn:
+                    return await adrive(conn, make_op())
+            except (psycopg.Error, PoolTimeout) as e:
+                self._give_up_unless_retryable(e, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _give_up_unless_retryable(self, error: Exception, attempt: int) -> None:
-        if not (_retryable(error) and attempt < _MAX_ATTEMPTS):
-            raise _translate(error, self._where) from error
+        if not (retryable(error) and attempt < _MAX_ATTEMPTS):
+            raise translate(error, self._where) from error
         log.info("postgres_transaction_retry", attempt=attempt, error=type(error).__name__)
 
     def _async_driver(
         self,
-    ) -> tuple[DriverLoop, AsyncConnectionPool[psycopg.AsyncConnection[Row]]]:
+    ) -> tuple[DriverLoop, AsyncConnectionPool[Any]]:
         with self._driver_lock:
             self._check_open()
             if self._driver is None:
+                assert self._url is not None  # only stores with their own pools get here
                 self._driver = DriverLoop("runjournal-postgres-async")
                 self._apool = AsyncConnectionPool(
                     self._url, kwargs=self._kwargs, min_size=self._sizes[0],
@@ -397,6 +432,9 @@ class PostgresEventStore(RunEventStore):
     # -- closing -------------------------------------------------------------------------------
 
     def _close(self) -> None:
+        if self._host_pool:  # the application's pools: theirs to close
+            log.info("postgres_store_closed", where=self._where)
+            return
         self._pool.close()
         with self._driver_lock:
             driver, pool, self._driver, self._apool = self._driver, self._apool, None, None

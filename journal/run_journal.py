@@ -132,7 +132,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 from uuid import UUID
 
-import structlog
 from langchain_core.messages import BaseMessage
 from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
@@ -140,13 +139,14 @@ from langgraph.errors import GraphBubbleUp, GraphRecursionError
 from journal import _capture as cap
 from journal._edits import HeldWrite, task_order_key
 from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
+from journal._logging import get_logger
 from journal._run_state import Node, RunState
 from journal._trace_callbacks import TraceCallbacks
 from journal.events import journal_thread_id
 
 __all__ = ["RunJournal"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
 
 

@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from journal._known_inputs import message_id_of
+from journal._logging import get_logger
 from journal.encoding import dumps
 from journal.events import NewEvent
 from journal.store import RunEventStore
@@ -56,7 +55,7 @@ __all__ = [
 #: Where a ``RunJournal`` spools by default (relative to the working directory).
 DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _path_locks: dict[str, threading.Lock] = {}
 _path_locks_guard = threading.Lock()
 

@@ -33,10 +33,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import structlog
 from sqlite_utils import Database
 
 from journal import _sqlite_schema as sql
+from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
 from journal.encoding import loads
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
@@ -54,7 +54,7 @@ from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """The ``RunEventStore`` contract, written once: every backend inherits these guarantees.
 
-Guarantees (every backend, checked by ``tests/contract.py``):
+Guarantees (every backend, checked by ``journal.testing.StoreContract``):
 
 * **Append-only.** No method updates an event; ``delete_thread`` is the only deletion.
 * **Gap-free seq.** Events of one thread get seq 1, 2, 3… in commit order, with no gap and no
@@ -25,7 +25,6 @@ driver overrides the ``_a*`` hooks.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -444,6 +443,8 @@ class RunEventStore(ABC):
 
     @staticmethod
     async def _in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio  # here, not at the top: reading a store from the CLI never needs it
+
         return await asyncio.to_thread(func, *args, **kwargs)
 
     # -- backend hooks -----------------------------------------------------------------------

@@ -13,12 +13,17 @@ __all__ = ["DEFAULT_STORE_URL", "open_store"]
 DEFAULT_STORE_URL = "sqlite:///runjournal.db"
 
 
-def open_store(url: str, **options: Any) -> RunEventStore:
+def open_store(url: str, *, migrate: bool = True, **options: Any) -> RunEventStore:
     """Open the store a URL names; ``options`` go to the backend's constructor.
 
     * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` — ``SqliteEventStore``;
     * ``memory://`` — a fresh ``MemoryEventStore``;
     * ``postgresql://user@host:port/db`` — ``PostgresEventStore`` (needs the ``postgres`` extra).
+
+    ``migrate=False`` opens a PostgreSQL store without running migrations (no DDL, for a role
+    that may not change the schema) and raises ``SchemaVersionError`` when its schema is
+    missing or behind; migrate at deploy time with ``runjournal migrate --store URL``. A SQLite
+    file has no roles: whoever opens it brings it up to date, and a memory store has no schema.
 
     Raises ``ValueError`` for a malformed or unknown URL.
     """
@@ -59,7 +64,7 @@ def open_store(url: str, **options: Any) -> RunEventStore:
                 "postgresql:// stores need the postgres extra: pip install 'runjournal[postgres]'"
                 f" ({e})"
             ) from e
-        return PostgresEventStore(url, **options)
+        return PostgresEventStore(url, migrate=migrate, **options)
     raise ValueError(
         f"store URL scheme {scheme!r} is not supported; use sqlite:///path.db, memory:// or "
         "postgresql://user@host:port/db"

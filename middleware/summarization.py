@@ -33,7 +33,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, Optional
 
-import structlog
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain.agents.middleware.types import AgentState
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
@@ -44,12 +43,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from typing_extensions import override
 
+from journal._logging import get_logger
+
 __all__ = ["SUMMARIZATION_EVENT", "TrackingSummarizationMiddleware"]
 
 #: The name of the custom event dispatched on each summarization.
 SUMMARIZATION_EVENT: Final = "summarization"
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 
 def _is_remove_all(message: object) -> bool:

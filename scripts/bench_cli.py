@@ -23,13 +23,12 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
 from click.testing import CliRunner
 from langchain_core.messages import HumanMessage
 
-from history.cli import cli
-from history.demo import DEMO_TURNS, build_demo_agent, demo_script, run_demo
-from history.demo_models import ScriptedAgentModel
+from history.cli.demo import DEMO_TURNS, build_demo_agent, demo_script, run_demo
+from history.cli.demo_models import ScriptedAgentModel
+from history.cli.main import cli
 from journal import NewEvent, SqliteEventStore
 
 
@@ -134,7 +133,7 @@ def bench_transfer(folder: Path, events: int, repeat: int) -> None:
 
 def main() -> None:
     """Run both benchmarks and print Markdown tables (library logs: warnings only)."""
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.getLogger("runjournal").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--events", type=int, default=20_000)

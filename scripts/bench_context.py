@@ -29,7 +29,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from history import replay, verify
-from history.demo_models import ScriptedAgentModel
+from history.cli.demo_models import ScriptedAgentModel
 from journal import RunJournal, SqliteEventStore, dumps
 from journal.messages import message_to_content
 from tests.fakes import ai, call

@@ -77,7 +77,7 @@ def server_process(db: Path) -> Iterator[str]:
     """``history.server.serve`` on the SQLite file, in a child process."""
     port = _free_port()
     code = (
-        "from history.server import serve; from journal.sqlite import SqliteEventStore; "
+        "from history.server.run import serve; from journal.sqlite import SqliteEventStore; "
         f"serve(SqliteEventStore({str(db)!r}), port={port}, log_level='warning')"
     )
     proc = subprocess.Popen([sys.executable, "-u", "-c", code], cwd=ROOT)

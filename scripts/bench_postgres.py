@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.postgres_server
 
@@ -98,7 +97,7 @@ def _raw_rate(url: str, thread_id: str, count: int, batch: int) -> float:
 
 def _worker(kind: str, url: str, count: int, batch: int, barrier: Any, out: Any) -> None:
     logging.disable(logging.INFO)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.getLogger("runjournal").setLevel(logging.WARNING)
     thread_id = f"{kind}-{uuid.uuid4().hex[:8]}"
     barrier.wait()
     rate = (_store_rate if kind == "store" else _raw_rate)(url, thread_id, count, batch)
@@ -126,7 +125,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--events", type=int, default=20_000, help="events per batched run")
     args = parser.parse_args()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.getLogger("runjournal").setLevel(logging.WARNING)
     with PostgresServer() as server:
         url = fresh_database_url(server.url)
         PostgresEventStore(url).close()  # migrate once

@@ -35,8 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.*
 
@@ -255,7 +253,7 @@ def sigkill_mid_batch(tmp: Path, runs: int) -> Outcome:
     db = tmp / "killed.db"
     code = f"""
         from journal import open_store
-        from tests.contract import many
+        from journal.testing import many
         store = open_store("sqlite:///{db}")
         n = 0
         while True:
@@ -315,7 +313,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4, help="agent runs per scenario step")
     args = parser.parse_args()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    logging.getLogger("runjournal").setLevel(logging.CRITICAL)
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory() as name, PostgresServer() as server:
         tmp = Path(name)

@@ -73,7 +73,7 @@ def invoke_cli(
     import structlog
     from click.testing import CliRunner
 
-    from history.cli import cli
+    from history.cli.main import cli
 
     saved = structlog.get_config()
     try:

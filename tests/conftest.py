@@ -1,12 +1,15 @@
 """Shared pytest fixtures."""
 
+import logging
 import os
 from collections.abc import Iterator
 
 import pytest
-import structlog
 
 from tests.postgres_server import PostgresServer, PostgresServerError, fresh_database_url
+
+# The contract suite lives in the package; its asserts get pytest's detailed messages too.
+pytest.register_assert_rewrite("journal.testing")
 
 
 @pytest.fixture(scope="session")
@@ -37,11 +40,10 @@ def postgres_db_url(postgres_url: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _restore_logging_config() -> Iterator[None]:
-    """Undo the process-wide structlog setup a CLI command run in-process makes.
-
-    ``structlog.configure`` mutates its processor list in place, so the saved list is copied.
-    """
-    saved = structlog.get_config()
-    saved["processors"] = list(saved["processors"])
+    """Undo the process-wide logging setup a CLI command run in-process makes."""
+    root, ours = logging.getLogger(), logging.getLogger("runjournal")
+    saved = (root.level, list(root.handlers), ours.level)
     yield
-    structlog.configure(**saved)
+    root.setLevel(saved[0])
+    root.handlers[:] = saved[1]
+    ours.setLevel(saved[2])

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import PrivateAttr
 
-from history.demo_models import ScriptedAgentModel
+from history.cli.demo_models import ScriptedAgentModel
 
 Reply = AIMessage | Exception | Callable[[list[BaseMessage]], AIMessage]
 

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from rich.console import Console
 
-from history.render import render_messages, render_timeline
+from history.cli.render import render_messages, render_timeline
 from journal import NewEvent, open_store
 from journal.spool import Spool
 from tests.cli_helpers import (
@@ -91,7 +91,7 @@ def test_demo_hints_name_the_program_as_started_when_path_does_not_find_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After scripts/demo.sh (.venv/bin/runjournal, not on PATH) the hints say that path."""
-    from history.cli import command_name
+    from history.cli.main import command_name
 
     program = tmp_path / ".venv" / "bin" / "runjournal"
     program.parent.mkdir(parents=True)
@@ -446,7 +446,7 @@ def test_every_command_has_help_from_its_docstring() -> None:
     """`runjournal --help` lists every command; each command's help is its docstring."""
     import click
 
-    from history.cli import cli
+    from history.cli.main import cli
 
     done = run_cli("--help")
     assert done.returncode == 0, done.stderr
@@ -531,7 +531,7 @@ def test_names_the_user_typed_are_printed_literally_never_as_markup(
 
 def test_progress_bars_draw_only_on_a_terminal() -> None:
     """Progress bars are drawn on a terminal and stay silent when stderr is a pipe or file."""
-    from history.cli_common import progress_bar
+    from history.cli.common import progress_bar
 
     for terminal in (True, False):
         sink = io.StringIO()

@@ -22,7 +22,7 @@ from journal import (
 )
 from journal.copy import ProgressCallback
 from journal.postgres import PostgresEventStore
-from tests.contract import ev, many
+from journal.testing import ev, many
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
@@ -230,7 +230,7 @@ def test_bad_arguments_are_caller_errors(memory: MemoryEventStore) -> None:
 @pytest.mark.postgres
 def test_cli_copy_sqlite_to_postgres_and_rerun(tmp_path: Path, postgres_db_url: str) -> None:
     """`runjournal copy --from sqlite --to postgresql` copies everything; a re-run adds none."""
-    from history.cli import cli
+    from history.cli.main import cli
 
     with SqliteEventStore(tmp_path / "src.db") as source:
         _filled(source)

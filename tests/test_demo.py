@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import get_buffer_string
 
 from history import build_timeline, replay
-from history.demo import DEMO_TURNS, DemoResult, run_demo
-from history.demo_models import SUMMARY_PREFIX, ExtractiveSummaryModel, ScriptedAgentModel
-from history.demo_tools import calculate, city_facts, evaluate_arithmetic
+from history.cli.demo import DEMO_TURNS, DemoResult, run_demo
+from history.cli.demo_models import SUMMARY_PREFIX, ExtractiveSummaryModel, ScriptedAgentModel
+from history.cli.demo_tools import calculate, city_facts, evaluate_arithmetic
 from journal import SqliteEventStore
 from tests.cli_helpers import invoke_cli
 from tests.flaky_stores import FlakyStore

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from blockbuster import blockbuster_ctx
 
-from history.app import create_app
+from history.server.app import create_app
 from journal import MemoryEventStore, RunEvent
 from tests.http_data import seed_conversation
 
@@ -355,7 +355,7 @@ def test_category_parameter_matches_the_event_model() -> None:
     """The API's ``category`` values are exactly the journal's categories."""
     from typing import get_args
 
-    from history.api import Category
+    from history.server.api import Category
     from journal import CATEGORIES
 
     assert set(get_args(Category)) == CATEGORIES

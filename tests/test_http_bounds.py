@@ -12,12 +12,12 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from history.app import create_app
-from history.server import serve_in_thread
-from history.sse import StreamControl, StreamSettings, stream_events
+from history.server.app import create_app
+from history.server.run import serve_in_thread
+from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.events import EventFilter, validate_id
-from tests.contract import ev
+from journal.testing import ev
 
 BIG = 100_000  # characters of one message
 SETTINGS = StreamSettings(poll_interval=0.02, heartbeat_interval=5, page_bytes=350_000)

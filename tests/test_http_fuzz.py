@@ -13,8 +13,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from history.app import create_app
-from history.sse import StreamSettings
+from history.server.app import create_app
+from history.server.sse import StreamSettings
 from journal import MemoryEventStore
 from tests.http_data import seed_conversation
 

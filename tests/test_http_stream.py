@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
-from structlog.testing import capture_logs
 
-from history.app import create_app
-from history.server import serve_in_thread
-from history.sse import StreamControl, StreamSettings, stream_events
+from history.server.app import create_app
+from history.server.run import serve_in_thread
+from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
 from journal.sqlite import SqliteEventStore
+from tests.logs import capture_logs
 
 FAST = StreamSettings(poll_interval=0.02, heartbeat_interval=0.15)
 

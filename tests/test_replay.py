@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from structlog.testing import capture_logs
 
 from history import ThreadNotFoundError, areplay, arestore_thread, replay, restore_thread
 from journal import MemoryEventStore
 from tests.fakes import ScriptedChatModel, ai
+from tests.logs import capture_logs
 from tests.test_timeline import OPS, ThreadBuilder, sample_thread
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from structlog.testing import capture_logs
 
 from journal import (
     MemoryEventStore,
@@ -24,6 +23,7 @@ from journal.errors import StoreUnavailableError
 from journal.spool import read_spool
 from tests.fakes import ScriptedChatModel, ai, call, event_types
 from tests.flaky_stores import FlakyStore
+from tests.logs import capture_logs
 
 FAST_RETRY = (0.01, 0.01, 0.02, 0.05)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from journal import MemoryEventStore, RunJournal, SqliteEventStore, recover_spool
 from journal.spool import Spool, read_spool
+from journal.testing import ev
 from tests.cli_helpers import ROOT, assert_user_error, cli_env, run_cli
-from tests.contract import ev
 from tests.flaky_stores import FlakyStore
 from tests.test_run_journal_failures import FAST_RETRY, run_agent
 
@@ -41,7 +41,7 @@ def test_recover_racing_a_live_writer_in_another_process_loses_nothing(tmp_path:
         f"""
         import sys
         from journal.spool import Spool
-        from tests.contract import ev
+        from journal.testing import ev
         spool = Spool({str(path)!r})
         for n in range(400):
             spool.append([ev(thread_id="race", content=n) for _ in range(3)])

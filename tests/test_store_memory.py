@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from journal import MemoryEventStore, RunEventStore, open_store
-from tests.contract import StoreContract, ev
+from journal.testing import StoreContract, ev
 
 
 class TestMemoryEventStore(StoreContract):

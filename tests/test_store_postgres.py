@@ -14,7 +14,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from structlog.testing import capture_logs
 
 from journal import (
     RunEventStore,
@@ -25,6 +24,7 @@ from journal import (
     StoreUnavailableError,
     open_store,
 )
+from journal._postgres_driver import drive as _drive
 from journal._postgres_ops import BEGIN, Op, append_op
 from journal._postgres_schema import (
     CREATE_VERSION_TABLE,
@@ -34,9 +34,10 @@ from journal._postgres_schema import (
     SCHEMA_VERSION,
     SELECT_VERSION,
 )
-from journal.postgres import PostgresEventStore, _drive
+from journal.postgres import PostgresEventStore
 from journal.store import RunEventStore as _Store
-from tests.contract import StoreContract, ev, many, seqs
+from journal.testing import StoreContract, ev, many, seqs
+from tests.logs import capture_logs
 from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
 
 pytestmark = pytest.mark.postgres
@@ -232,8 +233,10 @@ def test_lost_connections_are_replaced_transparently(
     """After the server kills every pooled connection, the next append works, with no retry."""
     pg.append(many(1))
     with psycopg.connect(postgres_db_url, autocommit=True) as admin:
+        # pg_terminate_backend(pid, timeout) waits until each backend is gone, so the pooled
+        # connections have their end of file to read before the next append (no race)
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
             "WHERE application_name = 'runjournal' AND pid <> pg_backend_pid()"
         )
     with capture_logs() as logs:

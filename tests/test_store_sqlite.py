@@ -20,7 +20,7 @@ from journal import (
     StoreUnavailableError,
     open_store,
 )
-from tests.contract import StoreContract, ev, many, seqs
+from journal.testing import StoreContract, ev, many, seqs
 
 
 class TestSqliteEventStore(StoreContract):

@@ -25,11 +25,11 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from structlog.testing import capture_logs
 
 import middleware.summarization as summarization_module
 from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call
+from tests.logs import capture_logs
 
 
 @tool

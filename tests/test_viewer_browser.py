@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from history.app import create_app
-from history.server import serve_in_thread
+from history.server.app import create_app
+from history.server.run import serve_in_thread
 from journal import MemoryEventStore, RunEvent
 from tests.http_data import XSS, seed_conversation, turn_events
 

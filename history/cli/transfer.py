@@ -1,24 +1,23 @@
 """Moving events in and out of a store: ``export``, ``import``, ``recover``, ``copy``.
 
-The export format is JSON Lines: one stored event a line (every field, ``seq`` included),
-in seq order. ``import`` appends the lines in batches; each batch is all-or-nothing, and
-``event_id`` makes a re-import store nothing twice.
+Each command wraps one library function: :func:`journal.transfer.export_events` and
+:func:`~journal.transfer.import_events` (JSON Lines, one stored event a line, batches
+all-or-nothing, ``event_id`` the idempotency key), :func:`journal.spool.recover_spool` and
+:func:`journal.copy.copy_store`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import click
-from pydantic import ValidationError
 
-from history.cli_common import (
+from history.cli.common import (
     UserError,
     emit_json,
     err_console,
@@ -28,12 +27,11 @@ from history.cli_common import (
     require_thread,
     store_option,
 )
-from journal.encoding import dumps
-from journal.events import NewEvent
+from journal.transfer import DEFAULT_BATCH_SIZE, EventLineError, export_events, import_events
 
-__all__ = ["TRANSFER_COMMANDS", "read_batches"]
+__all__ = ["TRANSFER_COMMANDS"]
 
-_BATCH: int = 500
+_BATCH: int = DEFAULT_BATCH_SIZE
 
 
 @click.command()
@@ -65,60 +63,13 @@ def export(thread_id: str, store_url: str, output: Path | None, after_seq: int |
             sink as out,
             progress_bar(err_console(), "export", last - (after_seq or 0), enabled=shown) as bar,
         ):
-            for event in store.iter_events(thread_id, after_seq=after_seq):
-                out.write(dumps(event.model_dump(mode="json")) + "\n")
-                bar.advance(bar.task_ids[0])
-
-
-Batch = list[tuple[NewEvent, int | None]]
-
-
-def read_batches(lines: IO[bytes], batch_size: int) -> Iterator[Batch]:
-    """Parse JSON Lines (UTF-8) into batches of (event, exported seq or None).
-
-    A line that is not a valid event raises :class:`UserError` naming its line number before
-    its batch is yielded, so nothing of that batch is written. Blank lines are skipped.
-    """
-    batch: Batch = []
-    for number, raw in enumerate(lines, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UserError(f"line {number}: not UTF-8 text") from None
-        if not line.strip():
-            continue
-        batch.append(_parse_line(line, number))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
-    try:
-        raw: Any = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise UserError(f"line {number}: not JSON ({e.msg} at column {e.colno})") from None
-    except (RecursionError, MemoryError, ValueError) as e:  # too deep, too big a number
-        raise UserError(f"line {number}: not readable JSON ({type(e).__name__})") from None
-    if not isinstance(raw, dict):
-        raise UserError(
-            f"line {number}: expected a JSON object (one event), got {type(raw).__name__}"
-        )
-    seq = raw.pop("seq", None)
-    try:
-        return NewEvent(**raw), seq if isinstance(seq, int) else None
-    except ValidationError as e:
-        problems = [
-            f"{'.'.join(str(part) for part in err['loc']) or 'event'}: {err['msg']}"
-            for err in e.errors()[:3]
-        ]
-        raise UserError(f"line {number}: not a valid event ({'; '.join(problems)})") from None
-    except (ValueError, TypeError) as e:
-        raise UserError(f"line {number}: not a valid event ({e})") from None
-    except (RecursionError, MemoryError) as e:
-        raise UserError(f"line {number}: not a valid event ({type(e).__name__})") from None
+            export_events(
+                store,
+                thread_id,
+                out,
+                after_seq=after_seq,
+                progress=lambda count: bar.advance(bar.task_ids[0], count),
+            )
 
 
 @click.command(name="import")
@@ -135,30 +86,24 @@ def import_(file: Path, store_url: str, batch_size: int, as_json: bool) -> None:
     already present).
     """
     name = "stdin" if str(file) == "-" else str(file)
-    imported = present = renumbered = 0
     with (
         _open_input(file) as lines,
         open_cli_store(store_url, create=True) as store,
         progress_bar(err_console(), "import", _size_of(file)) as bar,
     ):
         try:
-            for batch in read_batches(lines, batch_size):
-                # An event already stored keeps its record: its seq is at or below its
-                # thread's last seq (its thread may even differ from the line's).
-                last = {t: store.last_seq(t) for t in {event.thread_id for event, _ in batch}}
-                stored = store.append([event for event, _ in batch])
-                for s, (_, seq) in zip(stored, batch, strict=True):
-                    if s.seq <= last.get(s.thread_id, s.seq):
-                        present += 1
-                        continue
-                    imported += 1
-                    renumbered += seq is not None and s.seq != seq
-                bar.update(bar.task_ids[0], completed=_position(lines))
-        except UserError as e:
-            done = f" ({imported} events of earlier lines were imported)" if imported else ""
+            summary = import_events(
+                store,
+                lines,
+                batch_size=batch_size,
+                progress=lambda _: bar.update(bar.task_ids[0], completed=_position(lines)),
+            )
+        except EventLineError as e:
+            done = f" ({e.imported_before} events of earlier lines were imported)"
             raise UserError(
-                f"{name}: {e.message}; nothing of its batch was imported{done}"
+                f"{name}: {e}; nothing of its batch was imported{done if e.imported_before else ''}"
             ) from None
+    imported, present, renumbered = summary.imported, summary.already_present, summary.renumbered
     if as_json:
         emit_json(
             {

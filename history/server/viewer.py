@@ -34,7 +34,7 @@ PAGE_HEADERS: Final = {
 def build_viewer_router() -> APIRouter:
     """Routes of the viewer's pages (the static assets are mounted at ``/static``)."""
     router = APIRouter(include_in_schema=False)
-    page = resources.files("history").joinpath("static/index.html").read_text("utf-8")
+    page = resources.files("history.server").joinpath("static/index.html").read_text("utf-8")
 
     def shell(request: Request) -> Response:
         root = html.escape(str(request.scope.get("root_path", "")).rstrip("/"), quote=True)

@@ -32,17 +32,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-import structlog
-
 from history._bounded import DEFAULT_PAGE_BYTES, forward_page
 from history._reads import arun_plan
+from journal._logging import get_logger
 from journal.errors import StoreError
 from journal.events import RunEvent
 from journal.store import FilterValue, RunEventStore
 
 __all__ = ["HEARTBEAT", "StreamControl", "StreamSettings", "format_event", "stream_events"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: The keep-alive comment sent while the stream is idle.
 HEARTBEAT: Final = b": ping\n\n"

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import click
 
-from history.cli_common import (
+from history.cli.common import (
     UserError,
     err_console,
     open_cli_store,
@@ -27,8 +27,8 @@ from history.cli_common import (
     setup_logging,
     store_option,
 )
-from history.cli_read import READ_COMMANDS
-from history.cli_transfer import TRANSFER_COMMANDS
+from history.cli.read import READ_COMMANDS
+from history.cli.transfer import TRANSFER_COMMANDS
 from journal.errors import JournalError
 from journal.urls import DEFAULT_STORE_URL
 
@@ -81,8 +81,8 @@ def demo(store_url: str, thread_id: str) -> None:
     TrackingSummarizationMiddleware (an extractive summarizer, low trigger): 4 runs, 3
     compactions. No network, no API key; an earlier thread of the same id is replaced.
     """
-    from history.demo import DEMO_TURNS, run_demo
-    from history.render import render_timeline
+    from history.cli.demo import DEMO_TURNS, run_demo
+    from history.cli.render import render_timeline
     from history.timeline import build_timeline
 
     notes = err_console()
@@ -118,6 +118,34 @@ def demo(store_url: str, thread_id: str) -> None:
         f"http://127.0.0.1:8000/threads/{quote(thread_id, safe='')}",
         soft_wrap=True,
     )
+
+
+@cli.command()
+@store_option
+def migrate(store_url: str) -> None:
+    """Create or upgrade the store's schema to this runjournal's version (deploy time).
+
+    Run it as the role that owns the schema; app servers then open the store with
+    open_store(url, migrate=False) and need no right to change it. Safe to run again and
+    from several machines at once: it applies only what is missing. (A SQLite file is
+    brought up to date by whoever opens it; this creates it if it is missing.)
+
+    \b
+    Example:
+      runjournal migrate --store postgresql://runjournal_owner@db.internal/runjournal
+    """
+    with open_cli_store(store_url, create=True) as store:
+        applied = int(getattr(store, "migrations_applied", 0))
+        setup = getattr(store, "setup", None)
+        if callable(setup):
+            applied += int(setup())
+            from journal._postgres_schema import SCHEMA_VERSION
+
+            version = f"version {SCHEMA_VERSION}"
+        else:
+            version = "this runjournal's version"
+    plural = "" if applied == 1 else "s"
+    out_console().print(f"schema at {version}: {applied} migration{plural} applied")
 
 
 def command_name(argv0: str | None = None) -> str:
@@ -161,8 +189,8 @@ def serve(
     The viewer lists threads at / and shows one at /threads/THREAD; the JSON API is under
     /api (OpenAPI at /docs).
     """
-    from history.app import create_app
-    from history.server import bind_socket, make_server
+    from history.server.app import create_app
+    from history.server.run import bind_socket, make_server
 
     # The app and the socket first: a bad token or a port in use is one line, nothing served.
     with open_cli_store(store_url) as store:

@@ -11,8 +11,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from history._text import shorten
-from history.cli_common import (
+from history.cli._text import shorten
+from history.cli.common import (
     emit_json,
     json_option,
     open_cli_store,
@@ -20,14 +20,13 @@ from history.cli_common import (
     require_thread,
     store_option,
 )
-from history.render import content_text, render_messages, render_timeline
+from history.cli.render import content_text, render_messages, render_timeline
 from history.replay import ReplayView
 from history.replay import replay as replay_thread
 from history.timeline import build_timeline
 from history.verify import verify as verify_thread
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
-from journal.messages import message_to_content
 
 __all__ = ["READ_COMMANDS"]
 
@@ -229,6 +228,8 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     with open_cli_store(store_url) as store:
         messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
     if as_json:
+        from journal.messages import message_to_content
+
         payload: list[Any] = [to_jsonable(message_to_content(m)) for m in messages]
         emit_json(payload)
         return

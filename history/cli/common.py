@@ -13,21 +13,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
-import structlog
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
+from journal._logging import LOGGER_PREFIX
 from journal.store import RunEventStore
 from journal.urls import DEFAULT_STORE_URL, open_store
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = [
     "STORE_ENV",
@@ -95,23 +91,19 @@ def emit_json(value: Any) -> None:
 
 
 def setup_logging(verbose: bool) -> None:
-    """Send logs to stderr: runjournal's warnings and drivers' errors, or all info (verbose)."""
-    level = logging.INFO if verbose else logging.WARNING
+    """Send logs to stderr: runjournal's warnings and drivers' errors, or all info (verbose).
+
+    The library logs on the standard ``runjournal.*`` loggers and adds no handler; this composition
+    root is where their output gets a place and a format.
+    """
     # Drivers (psycopg's pool, uvicorn) warn on every retry; the user gets our one-line error.
     driver_level = logging.INFO if verbose else logging.ERROR
     logging.basicConfig(
-        level=driver_level, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+        level=driver_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+    logging.getLogger(LOGGER_PREFIX).setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def _sqlite_file(url: str) -> Path | None:
@@ -158,6 +150,14 @@ def progress_bar(
     console: Console, description: str, total: int | None, *, enabled: bool = True
 ) -> Progress:
     """A progress bar on ``console``, drawn only when ``enabled`` and it is a terminal."""
+    from rich.progress import (  # only the transfer commands draw one
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -1,7 +1,8 @@
 """``create_app(store)``: the FastAPI app that serves journaled threads to frontends and people.
 
-Routes: the JSON API under ``/api`` (:mod:`history.api`), the web viewer at ``/`` and
-``/threads/{thread_id}`` (:mod:`history.viewer`), ``/openapi.json`` with every response model.
+Routes: the JSON API under ``/api`` (:mod:`history.server.api`), the web viewer at ``/`` and
+``/threads/{thread_id}`` (:mod:`history.server.viewer`), ``/openapi.json`` with every response
+model.
 
 Authentication: with ``token=`` set, every ``/api`` route and ``/openapi.json`` require
 ``Authorization: Bearer <token>`` (else 401) and the interactive docs are off. The viewer's
@@ -22,7 +23,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import structlog
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -30,17 +30,18 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.requests import HTTPConnection
 
-from history.api import build_api_router
-from history.api_models import ErrorBody
 from history.errors import ThreadNotFoundError
-from history.sse import StreamControl, StreamSettings
-from history.viewer import build_viewer_router
+from history.server.api import build_api_router
+from history.server.api_models import ErrorBody
+from history.server.sse import StreamControl, StreamSettings
+from history.server.viewer import build_viewer_router
+from journal._logging import get_logger
 from journal.errors import StoreError
 from journal.store import RunEventStore
 
 __all__ = ["create_app"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."}
@@ -137,7 +138,7 @@ def create_app(
             return JSONResponse(app.openapi())
 
     app.include_router(build_viewer_router())
-    app.mount("/static", StaticFiles(packages=[("history", "static")]), name="static")
+    app.mount("/static", StaticFiles(packages=[("history.server", "static")]), name="static")
     app.add_exception_handler(ThreadNotFoundError, _not_found)
     app.add_exception_handler(StoreError, _store_failed)
     if origins:

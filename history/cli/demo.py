@@ -1,9 +1,10 @@
 """The offline demo: a real agent whose context gets compacted, journaled into a store.
 
 :func:`run_demo` builds a ``create_agent`` travel assistant with two tools
-(:mod:`history.demo_tools`), the scripted model :class:`~history.demo_models.ScriptedAgentModel`
-and ``TrackingSummarizationMiddleware`` driven by the extractive
-:class:`~history.demo_models.ExtractiveSummaryModel` with a low trigger (8 messages, keep 4),
+(:mod:`history.cli.demo_tools`), the scripted model
+:class:`~history.cli.demo_models.ScriptedAgentModel` and ``TrackingSummarizationMiddleware``
+driven by the extractive
+:class:`~history.cli.demo_models.ExtractiveSummaryModel` with a low trigger (8 messages, keep 4),
 journals it with ``RunJournal`` and runs a conversation of :data:`DEMO_TURNS` turns.
 
 Guarantees: no network and no API key; the same conversation, answers and compactions on
@@ -27,7 +28,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from history.demo_models import (
+from history.cli.demo_models import (
     SUMMARY_PREFIX,
     ExtractiveSummaryModel,
     ScriptedAgentModel,
@@ -35,7 +36,7 @@ from history.demo_models import (
     first_sentence,
     message_text,
 )
-from history.demo_tools import DEMO_TOOLS
+from history.cli.demo_tools import DEMO_TOOLS
 from journal.run_journal import RunJournal
 from journal.spool import DEFAULT_SPOOL_PATH
 from journal.store import RunEventStore

@@ -19,9 +19,16 @@ from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_conver
 
 from history._bounded import forward_page
 from history._reads import arun_plan
-from history.api_models import DeleteResult, ErrorBody, EventPage, HistoryPage, RunList, ThreadList
 from history.errors import ThreadNotFoundError
-from history.sse import StreamControl, StreamSettings, stream_events
+from history.server.api_models import (
+    DeleteResult,
+    ErrorBody,
+    EventPage,
+    HistoryPage,
+    RunList,
+    ThreadList,
+)
+from history.server.sse import StreamControl, StreamSettings, stream_events
 from history.timeline import MAX_PAGE_LIMIT, abuild_timeline
 from journal.events import MAX_EVENT_TYPE_LENGTH, MAX_ID_LENGTH, validate_id
 from journal.store import RunEventStore

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import uvicorn
 from fastapi import FastAPI
 
-from history.app import create_app
-from history.sse import StreamControl
+from history.server.app import create_app
+from history.server.sse import StreamControl
 from journal.store import RunEventStore
 
 __all__ = ["JournalServer", "bind_socket", "make_server", "serve", "serve_in_thread"]
@@ -42,7 +42,7 @@ class JournalServer(uvicorn.Server):
 def make_server(
     app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info"
 ) -> JournalServer:
-    """A :class:`JournalServer` for an app made by :func:`history.app.create_app`."""
+    """A :class:`JournalServer` for an app made by :func:`history.server.app.create_app`."""
     config = uvicorn.Config(
         app,
         host=host,

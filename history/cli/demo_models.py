@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from history._text import shorten
+from history.cli._text import shorten
 
 __all__ = [
     "SUMMARY_PREFIX",

@@ -1,0 +1,5 @@
+"""``python -m history.cli``: the ``runjournal`` command line."""
+
+from history.cli.main import main
+
+main()

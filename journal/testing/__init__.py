@@ -1,0 +1,49 @@
+"""The ``RunEventStore`` contract suite, for every backend (ours and third parties').
+
+A backend's test module subclasses :class:`StoreContract` and implements ``create_store``::
+
+    from journal.testing import StoreContract
+
+    class TestMyStore(StoreContract):
+        def create_store(self, **options: Any) -> RunEventStore:
+            return MyEventStore(**options)
+
+Every test gets a fresh, empty store from the ``store`` fixture (closed afterwards). ``options``
+are constructor keyword arguments the suite needs (only ``content_caps``). ``self.tmp_path`` is a
+per-test temporary directory a backend may put its files in. Async tests are plain ``async def``
+methods: run them with pytest-asyncio in auto mode. The suite needs the ``testing`` extra
+(``pip install 'runjournal[testing]'``: pytest, pytest-asyncio, blockbuster); for pytest's
+detailed assertion messages call ``pytest.register_assert_rewrite("journal.testing")`` in your
+``conftest.py`` before importing it.
+
+The suite is in parts (write, read, manage, async), each a class a backend may also use alone.
+Tests added to the contract later exercise only the public ``RunEventStore`` API, and methods
+added to that API later come with a default implementation on the base class, so a third-party
+backend that passed keeps passing.
+"""
+
+from __future__ import annotations
+
+from journal.testing._async import AsyncContract
+from journal.testing._base import ContractBase
+from journal.testing._helpers import T0, ev, many, seqs
+from journal.testing._manage import ManageContract
+from journal.testing._read import ReadContract
+from journal.testing._write import WriteContract
+
+__all__ = [
+    "T0",
+    "AsyncContract",
+    "ContractBase",
+    "ManageContract",
+    "ReadContract",
+    "StoreContract",
+    "WriteContract",
+    "ev",
+    "many",
+    "seqs",
+]
+
+
+class StoreContract(WriteContract, ReadContract, ManageContract, AsyncContract):
+    """The behaviour every ``RunEventStore`` backend must show (see ``journal.store``)."""
