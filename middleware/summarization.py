@@ -36,7 +36,7 @@ import copy
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, Optional
+from typing import Any, Optional
 
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain.agents.middleware.types import AgentState
@@ -49,11 +49,10 @@ from langgraph.runtime import Runtime
 from typing_extensions import override
 
 from journal._logging import get_logger
+from journal.catalog import SUMMARIZATION_EVENT
 
 __all__ = ["SUMMARIZATION_EVENT", "TrackingSummarizationMiddleware"]
 
-#: The name of the custom event dispatched on each summarization.
-SUMMARIZATION_EVENT: Final = "summarization"
 
 logger = get_logger(__name__)
 

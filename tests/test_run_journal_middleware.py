@@ -203,7 +203,9 @@ def test_subagent_summarization_is_trace_only(journal: RunJournal, store: Memory
     assert replay(store, "t1", view="state") == state
 
 
-@pytest.mark.parametrize("tag", [".dot_first", "-dash", "/slash", ":colon", "a b", "", "x" * 200])
+@pytest.mark.parametrize(
+    "tag", [".dot_first", "-dash", "/slash", ":colon", "a b", "x\n", "", "x" * 200]
+)
 def test_record_middleware_rejects_at_the_call_what_the_store_would_drop(
     journal: RunJournal, tag: str
 ) -> None:
