@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from journal.catalog import (
+    MESSAGE_EVENT_TYPES,
+    MODEL_CALL_EVENT_TYPE,
+    REMOVE_EVENT_TYPE,
+    SUMMARIZE_EVENT_TYPE,
+    SUMMARY_SOURCE,
+    stored_message_id,
+)
 from journal.events import RunEvent
 
 __all__ = [
@@ -25,10 +33,10 @@ __all__ = [
     "summary_message_id",
 ]
 
-MESSAGE_TYPES: Final = ("message.human", "message.ai", "message.tool")
-SUMMARIZE: Final = "middleware:summarize"
-REMOVE: Final = "message.remove"
-MODEL_CALL: Final = "llm.start"
+MESSAGE_TYPES: Final = MESSAGE_EVENT_TYPES
+SUMMARIZE: Final = SUMMARIZE_EVENT_TYPE
+REMOVE: Final = REMOVE_EVENT_TYPE
+MODEL_CALL: Final = MODEL_CALL_EVENT_TYPE
 #: Every event that changes the thread's ``messages`` state (and so the timeline).
 TIMELINE_TYPES: Final = (*MESSAGE_TYPES, SUMMARIZE, REMOVE)
 
@@ -37,7 +45,7 @@ def is_agent_call(event: RunEvent) -> bool:
     """Whether an ``llm.start`` is a call of the thread's agent (not of a middleware's own
     model, such as the summarizer, nor of a subagent)."""
     metadata = event.metadata
-    return metadata.get("caller") == "agent" and metadata.get("lc_source") != "summarization"
+    return metadata.get("caller") == "agent" and metadata.get("lc_source") != SUMMARY_SOURCE
 
 
 def message_data(event: RunEvent) -> dict[str, Any]:
@@ -51,8 +59,7 @@ def message_data(event: RunEvent) -> dict[str, Any]:
 
 def message_id(event: RunEvent) -> str | None:
     """The state id of the message a ``message.*`` event recorded, if it has one."""
-    value = message_data(event).get("id")
-    return value if isinstance(value, str) else None
+    return stored_message_id(event.content)
 
 
 def _payload(event: RunEvent) -> dict[str, Any]:

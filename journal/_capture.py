@@ -12,6 +12,8 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 
+from journal.catalog import is_summary_message
+
 __all__ = [
     "ERROR_TEXT_LIMIT",
     "add_usage",
@@ -109,7 +111,7 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
 
 def is_summary(message: BaseMessage) -> bool:
     """Whether ``message`` is a summary a summarization middleware put into the state."""
-    return message.additional_kwargs.get("lc_source") == "summarization"
+    return is_summary_message(message)
 
 
 def _updates(output: Any) -> Iterator[dict[str, Any]]:

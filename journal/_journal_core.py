@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -23,20 +22,20 @@ from journal._edits import AppliedEdit, inferred_summary, replay_order, settle_s
 from journal._logging import get_logger
 from journal._run_state import Node, RunState, SpinLock, ThreadState, ThreadStates, caller_for
 from journal._writer import DEFAULT_CLOSE_TIMEOUT, SKIP, Extra, Lazy, Pending, Writer
+from journal.catalog import REMOVE_EVENT_TYPE, SUMMARIZE_EVENT_TYPE, sanitize_tag
 from journal.digests import ContextIndex, stored_digest
 from journal.events import MAX_EVENT_TYPE_LENGTH, validate_id
 from journal.messages import MESSAGE_EVENT_TYPES, message_event_type
 from journal.spool import DEFAULT_SPOOL_PATH, Spool
 from journal.store import RunEventStore
 
-__all__ = ["BAD_TAG_CHARS", "MAX_TAG_LENGTH", "JournalCore", "event_tag"]
+__all__ = ["MAX_TAG_LENGTH", "JournalCore", "event_tag"]
 
 _log = get_logger(__name__)
 #: The event a summarization is journaled as; the event of any other removal.
-SUMMARIZE_EVENT: Final = "middleware:summarize"
-REMOVE_EVENT: Final = "message.remove"
+SUMMARIZE_EVENT: Final = SUMMARIZE_EVENT_TYPE
+REMOVE_EVENT: Final = REMOVE_EVENT_TYPE
 #: Characters a ``family:<tag>`` tag may not contain.
-BAD_TAG_CHARS: Final = re.compile(r"[^A-Za-z0-9_.\-/:]")
 
 #: How many runs of finished roots the journal remembers (to ignore work they left running).
 _FINISHED_CAPACITY: Final = 10_000
@@ -47,9 +46,7 @@ MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
 
 def event_tag(name: str) -> str:
     """``name`` as a valid event tag: unusable characters become ``_``, cut to the limit."""
-    tag = BAD_TAG_CHARS.sub("_", name) or "_"
-    tag = tag if not tag.startswith((".", "-", "/", ":")) else f"_{tag}"
-    return tag[:MAX_TAG_LENGTH]
+    return sanitize_tag(name, MAX_TAG_LENGTH)
 
 
 class JournalCore(GraphCallbackHandler):

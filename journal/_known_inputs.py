@@ -12,6 +12,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from journal._logging import get_logger
+from journal.catalog import stored_message_id
 from journal.store import RunEventStore
 
 __all__ = ["KnownInputs", "message_id_of"]
@@ -20,14 +21,7 @@ _log = get_logger(__name__)
 _CAPACITY: Final = 4096
 
 
-def message_id_of(content: Any) -> str | None:
-    """The id of a message, whether it is a message object or its stored dict form."""
-    if isinstance(content, dict):
-        data = content.get("data")
-        value = data.get("id") if isinstance(data, dict) else None
-    else:
-        value = getattr(content, "id", None)
-    return value if isinstance(value, str) else None
+message_id_of = stored_message_id  # the catalog's rule, under the name the writer uses
 
 
 class KnownInputs:

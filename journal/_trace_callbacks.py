@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage
 from journal import _capture as cap
 from journal._journal_core import JournalCore, event_tag
 from journal._writer import Extra, Lazy
+from journal.catalog import SUMMARIZATION_EVENT, SUMMARIZE_EVENT_TYPE
 from journal.digests import CONTEXT_KEY
 
 __all__ = ["TraceCallbacks"]
@@ -254,7 +255,7 @@ class TraceCallbacks(JournalCore):
             event_md = {**attribution, "name": name}
             self._emit(run, "trace", f"custom:{event_tag(str(name))}", data, event_md)
             # a subagent's compaction changes its own state, not the thread's: a trace only
-            if name == "summarization" and (node is None or node.top):
+            if name == SUMMARIZATION_EVENT and (node is None or node.top):
                 if node is not None:
                     node.summarized = True  # its rewrite is this marker, not another
-                self._emit(run, "middleware", "middleware:summarize", data, attribution)
+                self._emit(run, "middleware", SUMMARIZE_EVENT_TYPE, data, attribution)

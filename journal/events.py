@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from journal.catalog import TAG_RE
 from journal.encoding import NOT_PLAIN, PLAIN, Plain, plain_kind, to_jsonable
 
 __all__ = [
@@ -62,7 +63,7 @@ OPEN_FAMILIES: Final[dict[str, frozenset[str]]] = {
 
 MAX_ID_LENGTH: Final = 256
 MAX_EVENT_TYPE_LENGTH: Final = 128
-_TAG_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/:]*$")
+_TAG_RE: Final = TAG_RE  # the one tag rule (journal.catalog)
 _CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 

@@ -138,11 +138,11 @@ from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from journal import _capture as cap
 from journal._edits import HeldWrite, task_order_key
-from journal._journal_core import BAD_TAG_CHARS, MAX_TAG_LENGTH
+from journal._journal_core import MAX_TAG_LENGTH
 from journal._logging import get_logger
 from journal._run_state import Node, RunState
 from journal._trace_callbacks import TraceCallbacks
-from journal.events import journal_thread_id
+from journal.events import journal_thread_id, validate_event_type
 
 __all__ = ["RunJournal"]
 
@@ -181,15 +181,15 @@ class RunJournal(TraceCallbacks):
         Call it from inside a hook (the run is found from ``config``, or from LangGraph's
         current config when omitted). Raises ``ValueError`` when no journaled run is found.
         """
-        if (
-            not isinstance(tag, str)
-            or not tag
-            or len(tag) > MAX_TAG_LENGTH
-            or BAD_TAG_CHARS.search(tag)
-        ):
+        if not isinstance(tag, str):
+            raise ValueError(f"tag must be a string, got {type(tag).__name__}")
+        try:  # the store's own rule, checked here so a bad tag fails at the call, not later
+            validate_event_type("middleware", f"middleware:{tag}")
+        except ValueError:
             raise ValueError(
-                f"tag must be 1 to {MAX_TAG_LENGTH} letters, digits and _ . - / : characters"
-            )
+                f"tag {tag!r} is not a middleware tag: 1 to {MAX_TAG_LENGTH} letters, digits and "
+                "_ . - / : characters, starting with a letter, digit or _"
+            ) from None
         if config is None:
             from langgraph.config import get_config
 

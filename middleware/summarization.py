@@ -16,9 +16,14 @@ custom event ``summarization`` (:data:`SUMMARIZATION_EVENT`) through the hook's 
   before and after the update.
 
 The messages are found by identity and id (which message of the update was not in the state),
-never by wording or length arithmetic. A failing dispatch is logged
-(``summarization_dispatch_failed``) and never breaks the run; ``asyncio.CancelledError``,
-``KeyboardInterrupt`` and LangGraph's ``GraphBubbleUp`` (``GraphInterrupt``) propagate.
+never by wording or length arithmetic. One difference from the stock class: the summary
+message it returns always has an id (a new UUID when the parent gave it none), so that the id in
+the payload is the id the message has in the state — the marker and replay find it by that id.
+Building the payload counts tokens twice (before and after). A failure building or dispatching
+the payload (a failing token counter, no parent run) is logged
+(``summarization_dispatch_failed``) and never breaks the run, whose summary stands;
+``asyncio.CancelledError``, ``KeyboardInterrupt`` and LangGraph's ``GraphBubbleUp``
+(``GraphInterrupt``) propagate.
 
 This module knows nothing of the store: it only dispatches the event.
 """
@@ -31,7 +36,7 @@ import copy
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, Optional
+from typing import Any, Optional
 
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain.agents.middleware.types import AgentState
@@ -44,11 +49,10 @@ from langgraph.runtime import Runtime
 from typing_extensions import override
 
 from journal._logging import get_logger
+from journal.catalog import SUMMARIZATION_EVENT
 
 __all__ = ["SUMMARIZATION_EVENT", "TrackingSummarizationMiddleware"]
 
-#: The name of the custom event dispatched on each summarization.
-SUMMARIZATION_EVENT: Final = "summarization"
 
 logger = get_logger(__name__)
 
@@ -75,10 +79,11 @@ class TrackingSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         """Summarize like the parent; when it did, dispatch the ``summarization`` event."""
         original = list(state["messages"])
         update = super().before_model(state, runtime)
-        payload = self.summarization_payload(original, update)
-        if payload is not None:
-            with _dispatch_guard(payload, config):
+        with _dispatch_guard(config):
+            payload = self.summarization_payload(original, update)
+            if payload is not None:
                 dispatch_custom_event(SUMMARIZATION_EVENT, payload, config=config)
+                _log_dispatched(payload, config)
         return update
 
     @override
@@ -91,10 +96,11 @@ class TrackingSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         """Async :meth:`before_model`."""
         original = list(state["messages"])
         update = await super().abefore_model(state, runtime)
-        payload = self.summarization_payload(original, update)
-        if payload is not None:
-            with _dispatch_guard(payload, config):
+        with _dispatch_guard(config):
+            payload = self.summarization_payload(original, update)
+            if payload is not None:
                 await adispatch_custom_event(SUMMARIZATION_EVENT, payload, config=config)
+                _log_dispatched(payload, config)
         return update
 
     def summarization_payload(
@@ -125,6 +131,7 @@ class TrackingSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         kept_set = set(kept_ids)
         replaced = [m for m in original if m.id not in kept_set]
         summary_message = injected[0] if injected else None
+        tokens_before = self.token_counter(original)
         return {
             "summary": str(summary_message.text) if summary_message is not None else "",
             "summary_message": (
@@ -134,18 +141,21 @@ class TrackingSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
             "replaced_message_ids": [m.id for m in replaced],
             "kept_count": len(kept),
             "kept_message_ids": kept_ids,
-            "trigger": self.fired_trigger(list(original)),
-            "tokens_before": self.token_counter(original),
+            "trigger": self.fired_trigger(list(original), total_tokens=tokens_before),
+            "tokens_before": tokens_before,
             "tokens_after": self.token_counter([*injected, *kept]),
         }
 
-    def fired_trigger(self, messages: list[AnyMessage]) -> dict[str, Any] | None:
+    def fired_trigger(
+        self, messages: list[AnyMessage], *, total_tokens: int | None = None
+    ) -> dict[str, Any] | None:
         """The first configured trigger clause that ``messages`` meet, as the parent judges it.
 
         Each clause is evaluated alone by the parent's own rule (its token counter, reported
         usage and model profile), so the answer never drifts from what made it summarize.
         """
-        total_tokens = self.token_counter(messages)
+        if total_tokens is None:
+            total_tokens = self.token_counter(messages)
         for clause in self._trigger_clauses:
             probe = copy.copy(self)
             probe._trigger_clauses = [clause]
@@ -154,23 +164,29 @@ class TrackingSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         return None
 
 
+def _thread_id(config: Optional[RunnableConfig]) -> Any:
+    return ((config or {}).get("configurable") or {}).get("thread_id")
+
+
 @contextmanager
-def _dispatch_guard(payload: dict[str, Any], config: Optional[RunnableConfig]) -> Iterator[None]:
-    """Swallow and log a failing dispatch; let graph interrupts (and BaseExceptions) through."""
-    configurable = (config or {}).get("configurable") or {}
-    thread_id = configurable.get("thread_id")
+def _dispatch_guard(config: Optional[RunnableConfig]) -> Iterator[None]:
+    """Swallow and log a failure to build or dispatch the payload; let interrupts through."""
     try:
         yield
     except GraphBubbleUp:
         raise
     except Exception as e:
         logger.warning(
-            "summarization_dispatch_failed", thread_id=thread_id, error_type=type(e).__name__
+            "summarization_dispatch_failed",
+            thread_id=_thread_id(config),
+            error_type=type(e).__name__,
         )
-    else:
-        logger.debug(
-            "summarization_dispatched",
-            thread_id=thread_id,
-            replaced_count=payload["replaced_count"],
-            kept_count=payload["kept_count"],
-        )
+
+
+def _log_dispatched(payload: dict[str, Any], config: Optional[RunnableConfig]) -> None:
+    logger.debug(
+        "summarization_dispatched",
+        thread_id=_thread_id(config),
+        replaced_count=payload["replaced_count"],
+        kept_count=payload["kept_count"],
+    )

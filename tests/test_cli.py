@@ -540,3 +540,17 @@ def test_progress_bars_draw_only_on_a_terminal() -> None:
             bar.advance(bar.task_ids[0], 10)
         assert bar.disable is not terminal
         assert ("export" in sink.getvalue()) is terminal
+
+
+def test_every_command_help_shows_an_example() -> None:
+    """Each command's --help ends its description with a runnable example, as sqlite-utils does."""
+    from click.testing import CliRunner
+
+    from history.cli.main import cli
+
+    runner = CliRunner()
+    for name in sorted(cli.commands):
+        shown = runner.invoke(cli, [name, "--help"])
+        assert shown.exit_code == 0, name
+        example = shown.output.split("Example:\n", 1)[1].splitlines()[0].strip()
+        assert example.startswith(f"runjournal {name}"), (name, example)

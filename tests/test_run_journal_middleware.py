@@ -201,3 +201,14 @@ def test_subagent_summarization_is_trace_only(journal: RunJournal, store: Memory
     assert "middleware:summarize" not in event_types(stored)
     state = agent.get_state(cfg).values["messages"]
     assert replay(store, "t1", view="state") == state
+
+
+@pytest.mark.parametrize(
+    "tag", [".dot_first", "-dash", "/slash", ":colon", "a b", "x\n", "", "x" * 200]
+)
+def test_record_middleware_rejects_at_the_call_what_the_store_would_drop(
+    journal: RunJournal, tag: str
+) -> None:
+    """A tag the store's event_type rule rejects raises ValueError at the call."""
+    with pytest.raises(ValueError, match="not a middleware tag"):
+        journal.record_middleware(tag, name="n", hook="h", action="a", config={})

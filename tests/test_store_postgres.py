@@ -36,15 +36,19 @@ from journal._postgres_schema import (
 )
 from journal.postgres import PostgresEventStore
 from journal.store import RunEventStore as _Store
-from journal.testing import StoreContract, ev, many, seqs
+from journal.testing import ProcessContract, StoreContract, ev, many, seqs
 from tests.logs import capture_logs
 from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
 
 pytestmark = pytest.mark.postgres
 
 
-class TestPostgresEventStore(StoreContract):
-    """``PostgresEventStore`` meets the contract (one fresh database per test)."""
+class TestPostgresEventStore(StoreContract, ProcessContract):
+    """``PostgresEventStore`` meets the contract (one fresh database per test), processes too."""
+
+    def store_url(self, store: RunEventStore) -> str:
+        """The test's database URL for writer processes."""
+        return self.url
 
     url: str
 

@@ -20,11 +20,16 @@ from journal import (
     StoreUnavailableError,
     open_store,
 )
-from journal.testing import StoreContract, ev, many, seqs
+from journal.testing import ProcessContract, StoreContract, ev, many, seqs
 
 
-class TestSqliteEventStore(StoreContract):
-    """``SqliteEventStore`` meets the contract."""
+class TestSqliteEventStore(StoreContract, ProcessContract):
+    """``SqliteEventStore`` meets the contract, writers in separate processes included."""
+
+    def store_url(self, store: RunEventStore) -> str:
+        """The store's file as a URL for writer processes."""
+        assert isinstance(store, SqliteEventStore)
+        return f"sqlite:///{store.path}"
 
     def create_store(self, **options: Any) -> RunEventStore:
         """A fresh SQLite file in the test's temporary directory."""

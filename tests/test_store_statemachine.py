@@ -1,7 +1,8 @@
 """A hypothesis state machine: append/read/delete on a store against a plain reference model.
 
 The model is a dict of lists; every rule runs on the store and on the model and compares the
-results. It runs on ``MemoryEventStore`` and on ``SqliteEventStore``.
+results. It runs on ``MemoryEventStore`` and on ``SqliteEventStore`` (and on ``PostgresEventStore``
+in ``test_store_statemachine_postgres``).
 """
 
 from __future__ import annotations

@@ -378,3 +378,46 @@ async def test_langgraph_injects_the_config_into_both_hooks(
         await agent.ainvoke({"messages": [HumanMessage("hi")]}, config)
     assert configs
     assert all(c is not None and c["configurable"]["thread_id"] == "injected" for c in configs)
+
+
+def _counting(fail_on_summary: bool = False) -> tuple[list[int], Callable[[Any], int]]:
+    """A token counter that records its calls (and fails on a list holding a summary)."""
+    calls: list[int] = []
+
+    def count(messages: Any) -> int:
+        calls.append(len(messages))
+        summaries = [m for m in messages if m.additional_kwargs.get("lc_source") == "summarization"]
+        if fail_on_summary and summaries:
+            raise RuntimeError("counter broke")
+        return 10 * len(messages)
+
+    return calls, count
+
+
+def test_payload_counts_tokens_at_most_twice() -> None:
+    """Building the payload counts the state once before and once after the update."""
+    calls, count = _counting()
+    mw = TrackingSummarizationMiddleware(
+        summarizer(), trigger=("messages", 4), keep=("messages", 3), token_counter=count
+    )
+    state = state_over_trigger()
+    original = list(state["messages"])
+    update = mw.before_model(cast(Any, state), cast(Any, None))
+    assert update is not None
+    calls.clear()
+    payload = mw.summarization_payload(original, update)
+    assert payload is not None and payload["trigger"] == {"messages": 4}
+    assert len(calls) <= 2
+
+
+def test_failing_payload_never_breaks_the_run_after_the_summary() -> None:
+    """A token counter failing on the summarized state is logged; the summary update stands."""
+    _, count = _counting(fail_on_summary=True)
+    mw = TrackingSummarizationMiddleware(
+        summarizer(), trigger=("messages", 4), keep=("messages", 3), token_counter=count
+    )
+    with capture_logs() as logs:
+        update = mw.before_model(cast(Any, state_over_trigger()), cast(Any, None))
+    assert update is not None and isinstance(update["messages"][0], RemoveMessage)
+    failures = [e for e in logs if e["event"] == "summarization_dispatch_failed"]
+    assert [e["error_type"] for e in failures] == ["RuntimeError"]

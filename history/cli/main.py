@@ -63,7 +63,12 @@ def _one_line(error: BaseException) -> str:
     "--verbose", "-v", is_flag=True, help="Log info on stderr; show tracebacks of errors."
 )
 def cli(verbose: bool) -> None:
-    """Read, replay and move the events that RunJournal recorded for LangGraph agents."""
+    """Read, replay and move the events that RunJournal recorded for LangGraph agents.
+
+    \b
+    Example:
+      runjournal demo && runjournal history demo-trip
+    """
     setup_logging(verbose)
 
 
@@ -80,6 +85,10 @@ def demo(store_url: str, thread_id: str) -> None:
     A real create_agent travel assistant with two tools, a scripted model and
     TrackingSummarizationMiddleware (an extractive summarizer, low trigger): 4 runs, 3
     compactions. No network, no API key; an earlier thread of the same id is replaced.
+
+    \b
+    Example:
+      runjournal demo --store sqlite:///demo.db
     """
     from history.cli.demo import DEMO_TURNS, run_demo
     from history.cli.render import render_timeline
@@ -188,6 +197,10 @@ def serve(
 
     The viewer lists threads at / and shows one at /threads/THREAD; the JSON API is under
     /api (OpenAPI at /docs).
+
+    \b
+    Example:
+      runjournal serve --port 8000 --token "$RUNJOURNAL_TOKEN"
     """
     from history.server.app import create_app
     from history.server.run import bind_socket, make_server

@@ -53,7 +53,12 @@ def _table(*columns: str) -> Table:
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
 @json_option
 def threads(store_url: str, limit: int | None, offset: int, as_json: bool) -> None:
-    """List the threads of the store, most recently active first."""
+    """List the threads of the store, most recently active first.
+
+    \b
+    Example:
+      runjournal threads --limit 20 --store sqlite:///runjournal.db
+    """
     with open_cli_store(store_url) as store:
         found = store.list_threads(limit=limit, offset=offset)
     if as_json:
@@ -95,6 +100,10 @@ def history(
 
     Without --before-seq, the newest --limit items; follow the printed --before-seq to page
     back. --json prints the page as build_timeline returns it.
+
+    \b
+    Example:
+      runjournal history support-42 --limit 100
     """
     with open_cli_store(store_url) as store:
         page = build_timeline(
@@ -157,6 +166,10 @@ def events(
     """List the raw events of THREAD in seq order, with cursors and filters.
 
     With --before-seq, --limit keeps the last events below it (the page just below).
+
+    \b
+    Example:
+      runjournal events support-42 --category middleware --json
     """
     with open_cli_store(store_url) as store:
         require_thread(store, thread_id)
@@ -185,7 +198,12 @@ def events(
 @store_option
 @json_option
 def runs(thread_id: str, store_url: str, as_json: bool) -> None:
-    """List the runs of THREAD in order, with their status and seq range."""
+    """List the runs of THREAD in order, with their status and seq range.
+
+    \b
+    Example:
+      runjournal runs support-42
+    """
     with open_cli_store(store_url) as store:
         require_thread(store, thread_id)
         found = store.list_runs(thread_id)
@@ -224,6 +242,10 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     received (system message and request-only edits included); --view state the thread
     state's messages there (the summary message in place of what it condensed); --view full
     every message ever added. --json prints the messages in LangChain's dict form.
+
+    \b
+    Example:
+      runjournal replay support-42 --view model --upto-seq 120
     """
     with open_cli_store(store_url) as store:
         messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
@@ -245,6 +267,10 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
 
     Compares each call's rebuilt input with the digests recorded when it was made, and names
     every message that diverges. Exits 1 if any call diverged.
+
+    \b
+    Example:
+      runjournal verify support-42 --json
     """
     with open_cli_store(store_url) as store:
         report = verify_thread(store, thread_id)

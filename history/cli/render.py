@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from history.cli._text import shorten
+from journal.catalog import is_summary_message
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -191,7 +192,7 @@ def render_messages(messages: Iterable[BaseMessage]) -> RenderableType:
     """A renderable of LangChain messages; a summarization's summary message is framed."""
     parts: list[RenderableType] = []
     for message in messages:
-        if message.additional_kwargs.get("lc_source") == "summarization":
+        if is_summary_message(message):
             summary = content_text(message.content)
             parts.append(_condensed("summary of earlier messages", summary))
             continue

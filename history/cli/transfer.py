@@ -50,6 +50,10 @@ def export(thread_id: str, store_url: str, output: Path | None, after_seq: int |
 
     'runjournal import' reads the file back; into an empty store it reproduces the events
     exactly (ids, seqs, timestamps, content).
+
+    \b
+    Example:
+      runjournal export support-42 -o support-42.jsonl
     """
     with open_cli_store(store_url) as store:
         last = require_thread(store, thread_id)
@@ -84,6 +88,10 @@ def import_(file: Path, store_url: str, batch_size: int, as_json: bool) -> None:
     nothing of its batch is imported (earlier batches stay; a re-run after the fix stores
     nothing twice, since event ids are the idempotency key, and counts those events as
     already present).
+
+    \b
+    Example:
+      runjournal import support-42.jsonl --store postgresql://app@db/runjournal
     """
     name = "stdin" if str(file) == "-" else str(file)
     with (
@@ -170,6 +178,10 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
     that is not a spooled event (torn, too deep, invalid) is named by its number and stays,
     as do lines a running app appends meanwhile (both sides lock the file). On a store
     failure the file stays as it was; a file without any spooled event is a user error.
+
+    \b
+    Example:
+      runjournal recover runjournal-spool.jsonl
     """
     from journal.spool import recover_spool
 
@@ -234,6 +246,10 @@ def copy(
 
     Every thread by default, or the --thread-id ones. Re-running copies nothing twice; a
     target thread that is not a prefix of its source is reported and left untouched.
+
+    \b
+    Example:
+      runjournal copy --from sqlite:///runjournal.db --to postgresql://app@db/runjournal
     """
     from journal.copy import copy_store
 

@@ -16,7 +16,9 @@ methods: run them with pytest-asyncio in auto mode. The suite needs the ``testin
 detailed assertion messages call ``pytest.register_assert_rewrite("journal.testing")`` in your
 ``conftest.py`` before importing it.
 
-The suite is in parts (write, read, manage, async), each a class a backend may also use alone.
+The suite is in parts (write, read, manage, async, concurrency), each a class a backend may
+also use alone; :class:`ProcessContract` (writers in separate processes) is for backends that
+processes can share.
 Tests added to the contract later exercise only the public ``RunEventStore`` API, and methods
 added to that API later come with a default implementation on the base class, so a third-party
 backend that passed keeps passing.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from journal.testing._async import AsyncContract
 from journal.testing._base import ContractBase
+from journal.testing._concurrency import ConcurrencyContract, ProcessContract
 from journal.testing._helpers import T0, ev, many, seqs
 from journal.testing._manage import ManageContract
 from journal.testing._read import ReadContract
@@ -34,8 +37,10 @@ from journal.testing._write import WriteContract
 __all__ = [
     "T0",
     "AsyncContract",
+    "ConcurrencyContract",
     "ContractBase",
     "ManageContract",
+    "ProcessContract",
     "ReadContract",
     "StoreContract",
     "WriteContract",
@@ -45,5 +50,11 @@ __all__ = [
 ]
 
 
-class StoreContract(WriteContract, ReadContract, ManageContract, AsyncContract):
-    """The behaviour every ``RunEventStore`` backend must show (see ``journal.store``)."""
+class StoreContract(
+    WriteContract, ReadContract, ManageContract, AsyncContract, ConcurrencyContract
+):
+    """The behaviour every ``RunEventStore`` backend must show (see ``journal.store``).
+
+    A backend that several processes can share adds :class:`ProcessContract` (and its
+    ``store_url`` hook) to run writers in separate processes too.
+    """

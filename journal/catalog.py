@@ -1,0 +1,65 @@
+"""The journal's vocabulary, written once: event names, the tag rule, and stored message ids.
+
+Every package reads these from here — the middleware that dispatches ``summarization``, the
+``RunJournal`` that records it as ``middleware:summarize``, and the history readers that find
+it — so the names and the rules cannot drift apart. No I/O, no LangChain import.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+__all__ = [
+    "MESSAGE_EVENT_TYPES",
+    "MODEL_CALL_EVENT_TYPE",
+    "REMOVE_EVENT_TYPE",
+    "SUMMARIZATION_EVENT",
+    "SUMMARIZE_EVENT_TYPE",
+    "SUMMARY_SOURCE",
+    "TAG_RE",
+    "is_summary_message",
+    "sanitize_tag",
+    "stored_message_id",
+]
+
+#: The custom event ``TrackingSummarizationMiddleware`` dispatches on each summarization.
+SUMMARIZATION_EVENT: Final = "summarization"
+#: ``additional_kwargs["lc_source"]`` of a summary message a summarization put into the state,
+#: and the ``lc_source`` metadata of the summarizer's own model call.
+SUMMARY_SOURCE: Final = "summarization"
+#: The event a compaction is journaled as, and the event of any other removal.
+SUMMARIZE_EVENT_TYPE: Final = "middleware:summarize"
+REMOVE_EVENT_TYPE: Final = "message.remove"
+#: The events that record a message added to the state.
+MESSAGE_EVENT_TYPES: Final = ("message.human", "message.ai", "message.tool")
+#: The event of a model call (its input's ids and digests ride on it).
+MODEL_CALL_EVENT_TYPE: Final = "llm.start"
+
+#: The tag of an open family (``middleware:<tag>``, ``custom:<tag>``): letters, digits and
+#: ``_ . - / :``, starting with a letter, digit or ``_``.
+TAG_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:]*\Z")  # match() anchors the start
+_NOT_TAG_CHARS: Final = re.compile(r"[^A-Za-z0-9_.\-/:]")
+
+
+def sanitize_tag(name: str, max_length: int) -> str:
+    """``name`` made a valid tag (``TAG_RE``): other characters become ``_``, cut to length."""
+    tag = _NOT_TAG_CHARS.sub("_", name) or "_"
+    tag = tag if TAG_RE.match(tag) else f"_{tag}"
+    return tag[:max_length]
+
+
+def is_summary_message(message: Any) -> bool:
+    """Whether ``message`` is a summary a summarization middleware put into the state."""
+    kwargs = getattr(message, "additional_kwargs", None)
+    return isinstance(kwargs, dict) and kwargs.get("lc_source") == SUMMARY_SOURCE
+
+
+def stored_message_id(content: Any) -> str | None:
+    """The state id of a message: of its stored form (``{"type", "data"}``) or the object."""
+    if isinstance(content, dict):
+        data = content.get("data")
+        value = data.get("id") if isinstance(data, dict) else None
+    else:
+        value = getattr(content, "id", None)
+    return value if isinstance(value, str) else None
