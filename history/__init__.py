@@ -1,10 +1,10 @@
 """Reading journaled threads: the timeline, replay and verify (pure readers over the store).
 
-The implementation modules are private (``_timeline``-style names are not part of the
-promise); the names below are. They load on first use (PEP 562), so ``import history`` costs
-almost nothing, and the pure readers import neither FastAPI nor click (LangChain loads only
-when replay builds messages). The HTTP app (``create_app``, in :mod:`history.server`) and the
-``runjournal`` CLI (:mod:`history.cli`) have rooms of their own and load only when used.
+The names below are the promise (replay and verify live in private modules, ``_replay`` and
+``_verify``). They load on first use (PEP 562), so ``import history`` costs almost nothing,
+and the pure readers import neither FastAPI nor click (LangChain loads only when replay builds
+messages). The HTTP app (``create_app``, in :mod:`history.server`) and the ``runjournal`` CLI
+(:mod:`history.cli`) have rooms of their own and load only when used.
 """
 
 from __future__ import annotations
