@@ -1,23 +1,23 @@
 """Reading journaled threads: the timeline, replay and verify (pure readers over the store).
 
-The HTTP app (``create_app``) and the ``runjournal`` CLI have rooms of their own and load only
-when used: ``create_app`` is imported on first use (PEP 562), and the pure readers import neither
-FastAPI nor click (LangChain loads only when replay builds messages).
+The names below are the promise (replay and verify live in private modules, ``_replay`` and
+``_verify``). They load on first use (PEP 562), so ``import history`` costs almost nothing,
+and the pure readers import neither FastAPI nor click (LangChain loads only when replay builds
+messages). The HTTP app (``create_app``, in :mod:`history.server`) and the ``runjournal`` CLI
+(:mod:`history.cli`) have rooms of their own and load only when used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-# Imported eagerly (they are cheap), which also keeps ``history.replay`` and ``history.verify``
-# the functions rather than the submodules of the same names.
-from history.errors import ThreadNotFoundError
-from history.replay import ReplayView, areplay, arestore_thread, replay, restore_thread
-from history.timeline import TimelineItem, TimelinePage, abuild_timeline, build_timeline
-from history.verify import VerifyReport, averify, verify
-
 if TYPE_CHECKING:
+    from history._replay import ReplayView, areplay, arestore_thread, replay, restore_thread
+    from history._verify import VerifyReport, averify, verify
+    from history.errors import ThreadNotFoundError
     from history.server.app import create_app
+    from history.timeline import TimelineItem, TimelinePage, abuild_timeline, build_timeline
 
 __all__ = [
     "ReplayView",
@@ -36,12 +36,34 @@ __all__ = [
     "verify",
 ]
 
+_HOMES: dict[str, str] = {
+    "ReplayView": "history._replay",
+    "ThreadNotFoundError": "history.errors",
+    "TimelineItem": "history.timeline",
+    "TimelinePage": "history.timeline",
+    "VerifyReport": "history._verify",
+    "abuild_timeline": "history.timeline",
+    "areplay": "history._replay",
+    "arestore_thread": "history._replay",
+    "averify": "history._verify",
+    "build_timeline": "history.timeline",
+    "create_app": "history.server.app",
+    "replay": "history._replay",
+    "restore_thread": "history._replay",
+    "verify": "history._verify",
+}
+
 
 def __getattr__(name: str) -> object:
-    """``create_app`` imports the HTTP stack (FastAPI) on first use."""
-    if name == "create_app":
-        from history.server.app import create_app
+    """Import a public name's module on first use and cache the name here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'history' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
-        globals()[name] = create_app
-        return create_app
-    raise AttributeError(f"module 'history' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    """The public names next to what is already loaded."""
+    return sorted({*globals(), *_HOMES})

@@ -3,7 +3,7 @@
 :class:`StateWalk` is fed a thread's events in seq order (``message.*``, ``message.remove``,
 ``middleware:summarize`` and ``llm.start``) and keeps what replay and verify need: the state's
 messages (stored contents, with their digests), and every message a call record inlined. The
-rules, written once for :mod:`history.replay` and :mod:`history.verify`:
+rules, written once for :func:`history.replay` and :func:`history.verify`:
 
 * ``message.*``: the message enters the state; an id the state holds is replaced in place
   (``add_messages``).

@@ -10,13 +10,18 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from journal import _postgres_schema as sql
+from journal._postgres_driver import where_of
 from journal._postgres_ops import Op
 from journal.errors import SchemaVersionError, StoreCorruptError
 
-__all__ = ["SET_LOCAL_SESSION", "check_schema_op"]
+__all__ = ["SET_LOCAL_SESSION", "check_schema_op", "own_connection_kwargs"]
 
 SET_LOCAL_SESSION: Final = (
     "SELECT set_config('TimeZone', 'UTC', true), set_config('statement_timeout', %s, true)"
@@ -48,3 +53,33 @@ def check_schema_op() -> Op[int]:
             f"{sql.SCHEMA_VERSION}: {_MIGRATE_HINT}"
         )
     return int(version)
+
+
+def own_connection_kwargs(
+    url: object, connect_timeout: float, statement_ms: str
+) -> tuple[str, dict[str, Any]]:
+    """For the store's own pools: ``url``'s place for messages, and the connection settings.
+
+    The URL's own ``options`` (e.g. ``-c search_path=...``) are kept, ours come after. Raises
+    ``ValueError`` for anything but a well-formed ``postgresql://`` URL, without echoing it
+    (it may hold a password).
+    """
+    if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
+        raise ValueError(
+            "PostgresEventStore needs a postgresql://user:password@host:port/db URL "
+            "(or pool=, the application's psycopg ConnectionPool)"
+        )
+    where = where_of(url)
+    try:
+        url_options = str(conninfo_to_dict(url).get("options") or "")
+    except psycopg.Error as e:  # its message names the parameter, never the password
+        raise ValueError(
+            f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
+        ) from None
+    own_options = f"-c statement_timeout={statement_ms} -c TimeZone=UTC"
+    return where, {
+        "autocommit": True,
+        "connect_timeout": max(1, round(connect_timeout)),
+        "options": f"{url_options} {own_options}".strip(),
+        "application_name": "runjournal",
+    }

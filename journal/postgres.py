@@ -48,11 +48,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any, Final, TypeVar
-from urllib.parse import urlsplit
 
 import psycopg
 import psycopg.errors
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from journal._driver_loop import DriverLoop, DriverLoopStopped
@@ -63,7 +61,6 @@ from journal._postgres_driver import (
     maybe_dead,
     retryable,
     translate,
-    where_of,
     where_of_conninfo,
 )
 from journal._postgres_ops import (
@@ -77,7 +74,7 @@ from journal._postgres_ops import (
     migrate_op,
     read_op,
 )
-from journal._postgres_setup import SET_LOCAL_SESSION, check_schema_op
+from journal._postgres_setup import SET_LOCAL_SESSION, check_schema_op, own_connection_kwargs
 from journal.errors import StoreClosedError
 from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
 from journal.store import RunEventStore
@@ -162,29 +159,12 @@ class PostgresEventStore(RunEventStore):
         log.info("postgres_store_opened", where=self._where, migrations_applied=applied)
 
     def _open_own_pool(self, url: str | None, min_size: int, max_size: int, migrate: bool) -> int:
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
-            raise ValueError(
-                "PostgresEventStore needs a postgresql://user:password@host:port/db URL "
-                "(or pool=, the application's psycopg ConnectionPool)"
-            )
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ValueError("pool sizes need 0 <= min_size <= max_size and max_size >= 1")
+        self._where, self._kwargs = own_connection_kwargs(url, self._timeout, self._statement_ms)
+        assert isinstance(url, str)
         self._url: str | None = url  # may hold a password: never logged, only _where is
-        self._where = where_of(url)
-        try:  # the URL's own options (e.g. -c search_path=...) are kept, ours come after
-            url_options = str(conninfo_to_dict(url).get("options") or "")
-        except psycopg.Error as e:  # its message names the parameter, never the password
-            raise ValueError(
-                f"malformed PostgreSQL URL ({e}); expected postgresql://user:password@host:port/db"
-            ) from None
         self._sizes = (min_size, max_size)
-        own_options = f"-c statement_timeout={self._statement_ms} -c TimeZone=UTC"
-        self._kwargs: dict[str, Any] = {
-            "autocommit": True,
-            "connect_timeout": max(1, round(self._timeout)),
-            "options": f"{url_options} {own_options}".strip(),
-            "application_name": "runjournal",
-        }
         # check: a pooled connection a server restart killed is replaced before use, so
         # the first operation after a restart does not fail
         self._pool: ConnectionPool[Any] = ConnectionPool(

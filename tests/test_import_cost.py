@@ -60,10 +60,10 @@ def test_create_app_stays_a_lazy_public_name() -> None:
 
 
 def test_replay_and_verify_stay_functions_after_their_modules_load() -> None:
-    """``history.replay``/``history.verify`` are the functions even once the submodules load."""
+    """``history.replay``/``history.verify`` are the functions even once their modules load."""
     loaded_after(
         """
-        import history.replay, history.verify, history
+        import history._replay, history._verify, history
         from history import replay, verify
         assert callable(replay) and callable(verify), (replay, verify)
         """

@@ -87,7 +87,7 @@ def test_library_adds_no_handler_and_ignores_structlogs_global_config() -> None:
         import logging, structlog
         import journal, history, middleware
         from journal._logging import get_logger
-        import journal.run_journal, journal.sqlite, history.replay, middleware.summarization
+        import journal.run_journal, journal.sqlite, history._replay, middleware.summarization
         assert not logging.getLogger("runjournal").handlers
         assert not logging.getLogger().handlers
         structlog.configure(processors=[structlog.processors.JSONRenderer()])

@@ -21,10 +21,7 @@ from history.cli.common import (
     store_option,
 )
 from history.cli.render import content_text, render_messages, render_timeline
-from history.replay import ReplayView
-from history.replay import replay as replay_thread
 from history.timeline import build_timeline
-from history.verify import verify as verify_thread
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
 
@@ -247,6 +244,9 @@ def replay(thread_id: str, store_url: str, upto_seq: int | None, view: str, as_j
     Example:
       runjournal replay support-42 --view model --upto-seq 120
     """
+    from history._replay import ReplayView
+    from history._replay import replay as replay_thread
+
     with open_cli_store(store_url) as store:
         messages = replay_thread(store, thread_id, upto_seq=upto_seq, view=cast("ReplayView", view))
     if as_json:
@@ -272,6 +272,8 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
     Example:
       runjournal verify support-42 --json
     """
+    from history._verify import verify as verify_thread
+
     with open_cli_store(store_url) as store:
         report = verify_thread(store, thread_id)
     if as_json:
