@@ -101,6 +101,9 @@ def _scroll_back_until(page: Any, count: int) -> None:
     for _ in range(40):
         if len(_shown_seqs(page)) >= count:
             return
+        # as a reader does: down a little, then to the top (the observer reports changes)
+        page.evaluate("window.scrollTo(0, 400)")
+        page.wait_for_timeout(50)
         page.evaluate("window.scrollTo(0, 0)")
         page.wait_for_timeout(150)
     raise AssertionError(f"scrolling back showed {len(_shown_seqs(page))} items, not {count}")

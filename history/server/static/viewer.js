@@ -297,9 +297,15 @@
       empty.hidden = shown.size > 0;
     }
 
+    let olderAgain = false; // asked for while a page was loading: the observer won't ask twice
     async function loadOlder() {
-      if (loadingOlder || nextBefore === null) return;
+      if (nextBefore === null) return;
+      if (loadingOlder) {
+        olderAgain = true;
+        return;
+      }
       loadingOlder = true;
+      olderAgain = false;
       older.disabled = true;
       try {
         const page = await api(base + "/history", { limit: pageSize, before_seq: nextBefore });
@@ -314,7 +320,8 @@
         older.disabled = false;
       }
       // The observer only reports changes: if the control is still on screen, read on.
-      if (nextBefore !== null && older.getBoundingClientRect().bottom > 0) {
+      const wanted = olderAgain || older.getBoundingClientRect().bottom > 0;
+      if (nextBefore !== null && wanted) {
         setTimeout(() => loadOlder().catch(showError), 50);
       }
     }
