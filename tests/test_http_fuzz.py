@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import schemathesis
@@ -13,6 +15,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from history.cli.demo import run_demo
 from history.server.app import create_app
 from history.server.sse import StreamSettings
 from journal import MemoryEventStore
@@ -36,6 +39,8 @@ def _app() -> Any:
     # "0" and "A" are what the generator tries first for a thread id: hit real threads too.
     for thread_id in ("0", "A", "conv"):
         seed_conversation(store, thread_id, turns=3, marker_after=2)
+    # "0" becomes a real agent thread (call records, traces, compactions) for the viewer's routes
+    run_demo(store, thread_id="0", spool_path=Path(tempfile.mkdtemp()) / "spool.jsonl")
     # Streams are capped server-side so every generated request ends quickly.
     settings_ = StreamSettings(poll_interval=0.01, heartbeat_interval=0.02, max_seconds=0.05)
     return create_app(store, token=TOKEN, stream_settings=settings_)

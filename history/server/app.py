@@ -33,6 +33,7 @@ from starlette.requests import HTTPConnection
 from history.errors import ThreadNotFoundError
 from history.server.api import build_api_router
 from history.server.api_models import ErrorBody
+from history.server.api_viewer import build_viewer_api_router
 from history.server.sse import StreamControl, StreamSettings
 from history.server.viewer import build_viewer_router
 from journal._logging import get_logger
@@ -127,6 +128,12 @@ def create_app(
     app.state.stream_control = control
     app.include_router(
         build_api_router(store, stream_settings or StreamSettings(), control),
+        prefix="/api",
+        dependencies=guard,
+        responses=_UNAUTHORIZED if token is not None else None,
+    )
+    app.include_router(
+        build_viewer_api_router(store, stream_settings or StreamSettings()),
         prefix="/api",
         dependencies=guard,
         responses=_UNAUTHORIZED if token is not None else None,
