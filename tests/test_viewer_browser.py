@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,8 @@ TOKEN = "viewer-secret"
 TURNS, MARKER_AFTER, REMOVAL_AFTER, PAGE = 6, 3, 5, 8
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@contextmanager
+def chromium() -> Iterator[Any]:
     """A headless Debian Chromium driven by Playwright (skipped only outside CI)."""
     if not os.path.exists(CHROMIUM):
         reason = f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)"
@@ -42,9 +43,29 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def recording_page(browser: Any, width: int = 1000, height: int = 760) -> Iterator[Any]:
+    """A fresh page that records every dialog (an alert would mean injected script ran)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    tab.dialogs = []
+    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """The module's Chromium."""
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +94,9 @@ def base_url(seeded: tuple[MemoryEventStore, list[RunEvent]]) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A fresh page that records every dialog (an alert would mean injected script ran)."""
-    context = browser.new_context(viewport={"width": 1000, "height": 760})
-    tab = context.new_page()
-    tab.dialogs = []
-    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
-    yield tab
-    context.close()
+    """A fresh recording page."""
+    with recording_page(browser) as tab:
+        yield tab
 
 
 def _timeline_seqs(events: list[RunEvent]) -> list[int]:
