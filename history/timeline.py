@@ -1,7 +1,8 @@
 """The history timeline: a thread's messages, summary and removal markers, page by page.
 
-``build_timeline(store, thread_id, *, before_seq=None, limit=50, include_markers=True)`` returns
-a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guarantees:
+``build_timeline(store, thread_id, *, before_seq=None, limit=50, include_markers=True,
+include_hidden=False, run_id=None)`` returns a :class:`TimelinePage` ``{thread_id, items,
+has_more, next_before_seq}``. Guarantees:
 
 * ``items`` ascend by ``seq``. Without ``before_seq`` the page is the newest ``limit`` items;
   with it, the newest ``limit`` items whose seq is below ``before_seq``.
@@ -10,11 +11,19 @@ a :class:`TimelinePage` ``{thread_id, items, has_more, next_before_seq}``. Guara
 * A page is bounded in bytes as well (``max_bytes``, 4 MiB by default, measured on the events'
   JSON): when the newest ``limit`` items would pass it, the page holds the newest items that
   fit (at least one), ``has_more`` is true and ``size_limited`` is set.
-* Filters (``include_markers``) apply before the limit; a page reads O(limit) events through
-  the store's ``event_type`` filter, plus a bounded backward scan per marker (see below).
+* Filters apply before the limit: ``include_markers``; ``include_hidden`` (hidden messages,
+  see below, are left out unless it is true); ``run_id`` (only the items of that run; a run
+  the thread does not have gives an empty page). A page reads O(limit) events through the
+  store's ``event_type`` (and ``run_id``) filters, plus a bounded backward scan per marker
+  (see below).
 * Message items (``human``/``ai``/``tool``): ``id`` (the message's state id, or
   ``"message-<seq>"`` if it had none), ``seq``, ``run_id``, ``created_at`` (ISO 8601 UTC),
-  ``content``; ``ai`` adds ``tool_calls``; ``tool`` adds ``tool_call_id``, ``name``, ``status``.
+  ``content``, ``caller`` (who added it, as the journal spells it: ``user`` for the user's
+  input, ``agent`` for the lead agent, ``middleware:<Class>``, ``subagent:<graph>``;
+  ``None`` when the event does not say) and ``hidden`` (true for a message added with
+  ``additional_kwargs["hide_from_ui"]``, such as context a middleware injects: not something
+  the user typed); ``ai`` adds ``tool_calls``; ``tool`` adds ``tool_call_id``, ``name``,
+  ``status``.
 * Marker items (``summary_marker``): ``id = "summary-marker-<seq>"``, ``replaced_count``,
   ``summary``, ``replaced_message_ids``, ``first_replaced_seq`` and ``last_replaced_seq`` (the
   seq range of the journaled messages it condensed, ``None`` if none of them was journaled; a
@@ -49,10 +58,17 @@ from history._catalog import (
 )
 from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
 from history.errors import ThreadNotFoundError
-from journal.events import RunEvent
+from journal.events import RunEvent, validate_id
 from journal.store import RunEventStore
 
-__all__ = ["MAX_PAGE_LIMIT", "TimelineItem", "TimelinePage", "abuild_timeline", "build_timeline"]
+__all__ = [
+    "MAX_PAGE_LIMIT",
+    "TimelineItem",
+    "TimelinePage",
+    "abuild_timeline",
+    "build_timeline",
+    "is_hidden",
+]
 
 #: The largest ``limit`` a page accepts.
 MAX_PAGE_LIMIT: Final = 1000
@@ -68,6 +84,8 @@ class TimelineItem(TypedDict, total=False):
     run_id: str
     created_at: str
     content: Any
+    caller: str | None
+    hidden: bool
     tool_calls: list[Any]
     tool_call_id: str | None
     name: str | None
@@ -109,8 +127,22 @@ def _base(event: RunEvent) -> dict[str, Any]:
     }
 
 
+def is_hidden(event: RunEvent) -> bool:
+    """Whether a message event records a message hidden from the UI (``hide_from_ui``).
+
+    The journal says so in ``metadata.hidden``; events written before it did are read from
+    the message's ``additional_kwargs``.
+    """
+    flag = event.metadata.get("hidden")
+    if isinstance(flag, bool):
+        return flag
+    kwargs = message_data(event).get("additional_kwargs")
+    return isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
+
+
 def _message_item(event: RunEvent) -> TimelineItem:
     data = message_data(event)
+    caller = event.metadata.get("caller")
     kind = event.event_type.removeprefix("message.")
     mid = message_id(event) or f"message-{event.seq}"
     replacement = bool(event.metadata.get("replacement"))
@@ -119,6 +151,8 @@ def _message_item(event: RunEvent) -> TimelineItem:
         "id": f"{mid}@{event.seq}" if replacement else mid,
         **_base(event),
         "content": data.get("content", ""),
+        "caller": caller if isinstance(caller, str) else None,
+        "hidden": is_hidden(event),
     }
     if replacement:
         item["replacement"] = True
@@ -232,21 +266,26 @@ def timeline_plan(
     limit: int,
     include_markers: bool,
     max_bytes: int = DEFAULT_PAGE_BYTES,
+    *,
+    include_hidden: bool = False,
+    run_id: str | None = None,
 ) -> Plan[TimelinePage]:
     """Plan: one timeline page (the logic of :func:`build_timeline`)."""
     _check_args(limit, before_seq)
     check_int("max_bytes", max_bytes, 1)
+    if run_id is not None:
+        validate_id(run_id, "run_id")
+    filters: dict[str, Any] = {"event_type": TIMELINE_TYPES if include_markers else MESSAGE_TYPES}
+    if run_id is not None:
+        filters["run_id"] = run_id
     last = yield LastSeq(thread_id)
     if last == 0:
         raise ThreadNotFoundError(thread_id)
-    types = TIMELINE_TYPES if include_markers else MESSAGE_TYPES
     cursor = last + 1 if before_seq is None else before_seq
     items: list[TimelineItem] = []
     has_more, size_limited, first_seq = True, False, None
     while has_more and len(items) < limit and not size_limited:
-        page = yield from backward_page(
-            thread_id, cursor, limit - len(items), max_bytes, {"event_type": types}
-        )
+        page = yield from backward_page(thread_id, cursor, limit - len(items), max_bytes, filters)
         if not page.events:
             has_more = False
             break
@@ -258,7 +297,7 @@ def timeline_plan(
                 if _reorders_only(event):
                     continue  # the state's order after parallel tasks: nothing to show
                 older.append((yield from removal_item(thread_id, event)))
-            else:
+            elif include_hidden or not is_hidden(event):
                 older.append(_message_item(event))
         items = older + items
         has_more, size_limited = page.has_more, page.size_limited
@@ -281,6 +320,8 @@ def build_timeline(
     before_seq: int | None = None,
     limit: int = 50,
     include_markers: bool = True,
+    include_hidden: bool = False,
+    run_id: str | None = None,
     max_bytes: int = DEFAULT_PAGE_BYTES,
 ) -> TimelinePage:
     """One page of the thread's timeline (guarantees in the module docstring).
@@ -288,7 +329,15 @@ def build_timeline(
     Raises ``ThreadNotFoundError`` for a thread without events, ``ValueError``/``TypeError``
     for a bad argument, ``StoreError`` when the store fails.
     """
-    plan = timeline_plan(thread_id, before_seq, limit, include_markers, max_bytes)
+    plan = timeline_plan(
+        thread_id,
+        before_seq,
+        limit,
+        include_markers,
+        max_bytes,
+        include_hidden=include_hidden,
+        run_id=run_id,
+    )
     return run_plan(store, plan)
 
 
@@ -299,8 +348,18 @@ async def abuild_timeline(
     before_seq: int | None = None,
     limit: int = 50,
     include_markers: bool = True,
+    include_hidden: bool = False,
+    run_id: str | None = None,
     max_bytes: int = DEFAULT_PAGE_BYTES,
 ) -> TimelinePage:
     """Async :func:`build_timeline`, on the store's async methods (never blocks the loop)."""
-    plan = timeline_plan(thread_id, before_seq, limit, include_markers, max_bytes)
+    plan = timeline_plan(
+        thread_id,
+        before_seq,
+        limit,
+        include_markers,
+        max_bytes,
+        include_hidden=include_hidden,
+        run_id=run_id,
+    )
     return await arun_plan(store, plan)

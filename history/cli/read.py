@@ -84,6 +84,13 @@ def threads(store_url: str, limit: int | None, offset: int, as_json: bool) -> No
     show_default=True,
     help="Show where a summarization condensed the context.",
 )
+@click.option(
+    "--include-hidden/--no-include-hidden",
+    default=False,
+    show_default=True,
+    help="Also show messages added with hide_from_ui (injected context), marked hidden.",
+)
+@click.option("--run-id", default=None, help="Only the items of this run.")
 @json_option
 def history(
     thread_id: str,
@@ -91,20 +98,29 @@ def history(
     before_seq: int | None,
     limit: int,
     include_markers: bool,
+    include_hidden: bool,
+    run_id: str | None,
     as_json: bool,
 ) -> None:
     """Show the conversation of THREAD: messages, folded tool calls, condensed blocks.
 
     Without --before-seq, the newest --limit items; follow the printed --before-seq to page
-    back. --json prints the page as build_timeline returns it.
+    back. Hidden context (hide_from_ui) is left out unless --include-hidden. --json prints
+    the page as build_timeline returns it.
 
     \b
     Example:
-      runjournal history support-42 --limit 100
+      runjournal history support-42 --limit 100 --include-hidden
     """
     with open_cli_store(store_url) as store:
         page = build_timeline(
-            store, thread_id, before_seq=before_seq, limit=limit, include_markers=include_markers
+            store,
+            thread_id,
+            before_seq=before_seq,
+            limit=limit,
+            include_markers=include_markers,
+            include_hidden=include_hidden,
+            run_id=run_id,
         )
     if as_json:
         emit_json(page)

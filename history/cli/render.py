@@ -105,12 +105,19 @@ def _message(
     tool_calls: Sequence[Any] = (),
     name: str | None = None,
     status: str | None = None,
+    caller: str | None = None,
+    hidden: bool = False,
 ) -> Table:
     text = content_text(content).strip()
     if kind == "tool":
         style = "red" if status == "error" else "dim"
         return _row(kind, _one_line(f"↳ {name or 'tool'}: {shorten(text, _RESULT_LIMIT)}", style))
-    parts: list[RenderableType] = [Text(text)] if text else []
+    # who added it, when it was not the user or the lead agent; hidden context is dimmed
+    by = f"[{caller}] " if caller not in (None, "user", "agent") else ""
+    label = ("(hidden) " if hidden else "") + by
+    parts: list[RenderableType] = []
+    if text or label:
+        parts.append(Text(label + text, style="dim" if hidden else ""))
     parts.extend(_folded_call(call) for call in tool_calls)
     return _row(kind, Group(*parts) if parts else Text("(empty)", style="dim"))
 
@@ -178,6 +185,8 @@ def render_timeline(page: Mapping[str, Any]) -> RenderableType:
                 tool_calls=item.get("tool_calls") or (),
                 name=item.get("name"),
                 status=item.get("status"),
+                caller=item.get("caller"),
+                hidden=bool(item.get("hidden")),
             )
         )
     if not parts:

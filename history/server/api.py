@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
 
-from history._bounded import forward_page
+from history._bounded import backward_page, forward_page
 from history._reads import arun_plan
 from history.errors import ThreadNotFoundError
 from history.server.api_models import (
@@ -167,12 +167,27 @@ def build_api_router(
             Query(ge=1, le=MAX_SEQ, description="Items older than this seq (next_before_seq)."),
         ] = None,
         include_markers: bool = True,
+        include_hidden: Annotated[
+            bool,
+            Query(description="Also the messages added with hide_from_ui (injected context)."),
+        ] = False,
+        run_id: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=MAX_ID_LENGTH,
+                pattern=ID_PATTERN,
+                description="Only the items of this run.",
+            ),
+        ] = None,
     ) -> Any:
         """One page of the conversation timeline: messages and summary markers, by seq.
 
         Without ``before_seq``: the newest ``limit`` items. Follow ``next_before_seq`` back to
         seq 1; every item appears on exactly one page. A page is bounded in bytes too
-        (``size_limited``: it holds the newest items that fit).
+        (``size_limited``: it holds the newest items that fit). Hidden messages
+        (``hide_from_ui``) are left out unless ``include_hidden``; ``run_id`` keeps one run's
+        items. Filters apply before the limit.
         """
         return await abuild_timeline(
             store,
@@ -180,6 +195,8 @@ def build_api_router(
             before_seq=before_seq,
             limit=limit,
             include_markers=include_markers,
+            include_hidden=include_hidden,
+            run_id=run_id,
             max_bytes=settings.page_bytes,
         )
 
@@ -189,6 +206,15 @@ def build_api_router(
     async def read_events(
         thread_id: ThreadId,
         after_seq: AfterSeq = 0,
+        before_seq: Annotated[
+            int | None,
+            Query(
+                ge=1,
+                le=MAX_SEQ,
+                description="Read backwards: the newest events with seq < before_seq (and "
+                "> after_seq); follow next_before_seq for older ones.",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
         category: CategoryFilter = None,
         event_type: EventTypeFilter = None,
@@ -196,22 +222,34 @@ def build_api_router(
     ) -> EventPage:
         """Raw events ascending by seq, filtered before the limit.
 
-        ``next_after_seq`` is the seq of the last event returned (or ``after_seq`` if none):
-        pass it back to read on, now if ``has_more``, later to poll for new events. A page
-        is bounded in bytes too: it ends before ``limit`` events when they would pass the
-        server's page size (``size_limited``; ``has_more`` is then true).
+        Forward (no ``before_seq``): ``next_after_seq`` is the seq of the last event returned
+        (or ``after_seq`` if none): pass it back to read on, now if ``has_more``, later to
+        poll for new events. Backward (``before_seq``, as the store reads it): the newest
+        matching events below it, still ascending; ``has_more`` then says older ones exist
+        and ``next_before_seq`` is the cursor to them. A page is bounded in bytes too: it
+        ends before ``limit`` events when they would pass the server's page size
+        (``size_limited``; ``has_more`` is then true).
         """
         await require_thread(thread_id)
-        filters = {"category": category, "event_type": event_type, "run_id": run_id}
-        page = await arun_plan(
-            store, forward_page(thread_id, after_seq, limit, settings.page_bytes, filters)
-        )
+        filters: dict[str, Any] = {
+            "category": category,
+            "event_type": event_type,
+            "run_id": run_id,
+        }
+        if before_seq is None:
+            plan = forward_page(thread_id, after_seq, limit, settings.page_bytes, filters)
+        else:
+            filters["after_seq"] = after_seq
+            plan = backward_page(thread_id, before_seq, limit, settings.page_bytes, filters)
+        page = await arun_plan(store, plan)
+        backward = before_seq is not None
         return EventPage(
             thread_id=thread_id,
             events=page.events,
             has_more=page.has_more,
             size_limited=page.size_limited,
             next_after_seq=page.events[-1].seq if page.events else after_seq,
+            next_before_seq=page.events[0].seq if backward and page.has_more else None,
         )
 
     @router.get("/threads/{thread_id:any_text}/runs", response_model=RunList, responses=_NOT_FOUND)

@@ -59,6 +59,11 @@ class EventPage(BaseModel):
         description="The seq of the last event returned (``after_seq`` if none): pass it "
         "back as ``after_seq`` to read on, now if ``has_more``, later to poll."
     )
+    next_before_seq: int | None = Field(
+        default=None,
+        description="Read backwards (``before_seq`` given) and ``has_more``: the seq of the "
+        "first event returned, to pass back as ``before_seq`` for the older page.",
+    )
 
 
 class RunList(BaseModel):
@@ -84,14 +89,29 @@ class _Item(BaseModel):
     created_at: datetime
 
 
-class HumanItem(_Item):
+class _MessageItem(_Item):
+    """A message of the thread: who added it, and whether it is hidden from the UI."""
+
+    caller: str | None = Field(
+        default=None,
+        description="Who added the message: user, agent (the lead agent), "
+        "middleware:<Class> or subagent:<graph>; null when the event does not say.",
+    )
+    hidden: bool = Field(
+        default=False,
+        description="True for a message added with hide_from_ui (injected context, not "
+        "something the user typed); left out of /history unless include_hidden=true.",
+    )
+
+
+class HumanItem(_MessageItem):
     """A human message of the timeline."""
 
     type: Literal["human"]
     content: Any = None
 
 
-class AiItem(_Item):
+class AiItem(_MessageItem):
     """An AI message; ``tool_calls`` lists the tools it asked for."""
 
     type: Literal["ai"]
@@ -99,7 +119,7 @@ class AiItem(_Item):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class ToolItem(_Item):
+class ToolItem(_MessageItem):
     """A tool result (errors included) answering the AI tool call ``tool_call_id``."""
 
     type: Literal["tool"]

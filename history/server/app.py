@@ -4,6 +4,9 @@ Routes: the JSON API under ``/api`` (:mod:`history.server.api`), the web viewer 
 ``/threads/{thread_id}`` (:mod:`history.server.viewer`), ``/openapi.json`` with every response
 model.
 
+Every ``/api`` route answers 422 to a query parameter it does not declare
+(:mod:`history.server.params`).
+
 Authentication: with ``token=`` set, every ``/api`` route and ``/openapi.json`` require
 ``Authorization: Bearer <token>`` (else 401) and the interactive docs are off. The viewer's
 static shell (HTML, JS, CSS: no stored data) stays public, because a browser navigating to a
@@ -34,6 +37,7 @@ from history.errors import ThreadNotFoundError
 from history.server.api import build_api_router
 from history.server.api_models import ErrorBody
 from history.server.api_viewer import build_viewer_api_router
+from history.server.params import reject_unknown_query
 from history.server.sse import StreamControl, StreamSettings
 from history.server.viewer import build_viewer_router
 from journal._logging import get_logger
@@ -116,6 +120,8 @@ def create_app(
         control.close()
 
     guard = [] if token is None else [Depends(_TokenBearer(token))]
+    # every /api router: the token (when set), then no query parameter a route does not take
+    api_dependencies = [*guard, Depends(reject_unknown_query)]
     app = FastAPI(
         title=title,
         summary="Journaled LangGraph threads: timeline, raw events, runs, live stream.",
@@ -129,13 +135,13 @@ def create_app(
     app.include_router(
         build_api_router(store, stream_settings or StreamSettings(), control),
         prefix="/api",
-        dependencies=guard,
+        dependencies=api_dependencies,
         responses=_UNAUTHORIZED if token is not None else None,
     )
     app.include_router(
         build_viewer_api_router(store, stream_settings or StreamSettings()),
         prefix="/api",
-        dependencies=guard,
+        dependencies=api_dependencies,
         responses=_UNAUTHORIZED if token is not None else None,
     )
     if token is not None:
