@@ -33,7 +33,7 @@ from history._context import event_at
 from history._reads import LastSeq, Plan, Read
 from history._spans import NotFoundError, excerpt, text_of
 from history.errors import ThreadNotFoundError
-from history.timeline import _message_item, taken_seq_range
+from history.timeline import _message_item, is_hidden, taken_seq_range
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
 
@@ -91,8 +91,7 @@ def _hit(event: RunEvent, fields: list[str], text: str, match: re.Match[str]) ->
         "excerpt": lead + text[begin:end] + ("…" if end < len(text) else ""),
         "match_start": len(lead) + match.start() - begin,
         "match_length": match.end() - match.start(),
-        "hidden": bool(event.metadata.get("hidden"))
-        or bool((message_data(event).get("additional_kwargs") or {}).get("hide_from_ui")),
+        "hidden": event.category == "message" and is_hidden(event),
     }
 
 

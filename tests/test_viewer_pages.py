@@ -432,9 +432,6 @@ def test_a_truncated_message_says_so(page: Any, tmp_path: Path) -> None:
         assert mark.inner_text().startswith("truncated · was ")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs /history?include_hidden and the items' hidden flag (INTERFACES §3)"
-)
 def test_hidden_messages_are_left_out_until_toggled_on_then_dimmed(
     page: Any, served: Served
 ) -> None:

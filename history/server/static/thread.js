@@ -6,6 +6,7 @@ import {
   followStream, shortId, tag, threadPath,
 } from "./lib.js";
 import { markerCard } from "./markers.js";
+import { Search } from "./search.js";
 import { sparkline } from "./spark.js";
 
 const TIMELINE_TYPES = [
@@ -81,7 +82,7 @@ export class ThreadView {
     form.append(this.searchInput, go);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      this.search(this.searchInput.value, null).catch(this.fail);
+      this.searcher.search(this.searchInput.value).catch(this.fail);
     });
     const toggle = el("label", "hidden-toggle");
     this.hiddenBox = el("input");
@@ -92,13 +93,12 @@ export class ThreadView {
     toggle.append(this.hiddenBox, document.createTextNode(" show hidden messages"));
     tools.append(form, toggle);
     this.spark = el("div", "spark-panel");
-    this.hits = el("div", "search-results");
-    this.hits.hidden = true;
+    this.searcher = new Search(this.base);
     this.status = el("p", "notice error");
     this.status.hidden = true;
     this.panels = el("div", "panels");
     this.panels.append(this.spark);
-    header.append(tools, this.panels, this.hits, this.status);
+    header.append(tools, this.panels, this.searcher.node, this.status);
     this.node.append(header);
   }
 
@@ -383,55 +383,6 @@ export class ThreadView {
     return best;
   }
 
-  // ---- search --------------------------------------------------------------------------
-
-  async search(query, before) {
-    if (!query) {
-      this.hits.hidden = true;
-      return;
-    }
-    const body = await api(this.base + "/search", { q: query, before_seq: before, limit: 50 });
-    if (before === null) this.hits.replaceChildren();
-    let list = this.hits.querySelector("ol.hits");
-    if (!list) {
-      const head = el("div", "hits-head");
-      head.append(el("strong", null, "Results for "), el("span", "query", query),
-        button("close small", "×", () => { this.hits.hidden = true; }));
-      list = el("ol", "hits");
-      this.hits.append(head, list);
-    }
-    for (const hit of body.hits) list.append(this.renderHit(hit));
-    this.hits.querySelector(".hits-more")?.remove();
-    if (body.has_more) {
-      const more = button("hits-more small", "Search further back (seq < " + body.next_before_seq + ")",
-        () => this.search(query, body.next_before_seq).catch(this.fail));
-      this.hits.append(more);
-    } else if (!list.children.length) {
-      list.append(el("li", "hit none", "No match in this thread."));
-    }
-    this.hits.hidden = false;
-  }
-
-  renderHit(hit) {
-    const row = el("li", "hit");
-    const link = el("a", "hit-link");
-    const isMessage = hit.event_type.startsWith("message.");
-    link.href = isMessage ? "#seq-" + hit.seq
-      : "#run-" + encodeURIComponent(hit.run_id) + "/seq-" + hit.seq;
-    link.append(el("span", "hit-where", "#" + hit.seq + " · " + hit.event_type + " · " +
-      hit.fields.join(", ")));
-    const text = el("span", "hit-excerpt");
-    const start = hit.match_start;
-    const end = start + hit.match_length;
-    text.append(document.createTextNode(hit.excerpt.slice(0, start)),
-      el("mark", null, hit.excerpt.slice(start, end)),
-      document.createTextNode(hit.excerpt.slice(end)));
-    link.append(text);
-    if (hit.hidden) link.append(tag("hidden", "muted"));
-    row.append(link);
-    return row;
-  }
-
   // ---- the per-call token series -------------------------------------------------------
 
   async loadCalls() {
@@ -442,6 +393,9 @@ export class ThreadView {
     }
     for (const node of this.list.querySelectorAll(".item.ai")) this.fillTokens(node);
     this.spark.replaceChildren(sparkline(body, (seq) => this.go("#context-" + seq)));
+    if (!performance.getEntriesByName("runjournal:calls").length) {
+      performance.mark("runjournal:calls");
+    }
   }
 
   // ---- life cycle ----------------------------------------------------------------------
