@@ -7,6 +7,9 @@ performance marks: ``first page`` (the newest timeline page is in the DOM), ``fi
 (the frame after it), ``calls`` (the tokens-per-call sparkline drawn), and the wall time until
 Playwright sees the first timeline item. The sizes alternate in every round, their order
 flipping each round, so load from other processes hits both alike; the table gives medians.
+Then the viewer's API routes are timed over HTTP the same way (the newest timeline page, the
+per-call series, the newest run's spans, the context of the newest model call, a search that
+finds nothing (one bounded scan), the originals of the newest compaction).
 
 Threads are written with the store's batched ``append`` in the shape ``RunJournal`` writes:
 runs of a human question, three model calls (``llm.start``/``llm.end`` with usage, the AI
@@ -31,9 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import httpx
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from journal import SqliteEventStore, message_to_content
+from journal.digests import content_digest
 
 CHROMIUM = "/usr/bin/chromium"
 TRIGGER, KEEP = 24, 6
@@ -51,20 +56,27 @@ def _event(thread: str, run: str, category: str, kind: str, content: Any, **md: 
     }
 
 
+def _message(thread: str, run: str, message: Any, digests: dict[str, str], **md: Any) -> dict:
+    content = message_to_content(message)
+    digests[str(message.id)] = content_digest(content)
+    kind = f"message.{message.type}"
+    return _event(thread, run, "message", kind, content, digest=digests[str(message.id)], **md)
+
+
 def thread_events(thread: str, total: int) -> Iterator[dict[str, Any]]:
-    """About ``total`` events of a long multi-run agent thread with periodic compactions."""
+    """About ``total`` events of a long multi-run agent thread with periodic compactions;
+    every model call has its context record (the system prompt inlined the first time)."""
     state: list[str] = []
+    digests: dict[str, str] = {}
+    system = message_to_content(SystemMessage("You are a benchmark agent."))
+    system_digest = content_digest(system)
     produced, run = 0, 0
     while produced < total:
         run += 1
         rid = f"run-{run}"
         turn = [_event(thread, rid, "lifecycle", "run.start", {"graph": "LangGraph"})]
         human = HumanMessage(f"question {run} " * 8, id=str(uuid.uuid4()))
-        turn.append(
-            _event(
-                thread, rid, "message", "message.human", message_to_content(human), caller="user"
-            )
-        )
+        turn.append(_message(thread, rid, human, digests, caller="user"))
         state.append(str(human.id))
         for step in range(3):
             if len(state) >= TRIGGER:
@@ -83,21 +95,16 @@ def thread_events(thread: str, total: int) -> Iterator[dict[str, Any]]:
                     "kept_message_ids": kept,
                 }
                 turn.append(_event(thread, rid, "middleware", "middleware:summarize", payload))
+                digests[str(summary.id)] = content_digest(payload["summary_message"])
                 state = [str(summary.id), *kept]
             llm = str(uuid.uuid4())
             call = {"caller": "agent", "langgraph_node": "model", "langgraph_step": step * 2}
-            turn.append(
-                _event(
-                    thread,
-                    rid,
-                    "trace",
-                    "llm.start",
-                    {"messages": []},
-                    llm_run_id=llm,
-                    model="bench-model",
-                    **call,
-                )
-            )
+            entries = [{"id": None, "digest": system_digest}]
+            entries += [{"id": mid, "digest": digests[mid]} for mid in state]
+            record = {"messages": entries, "inline": {} if run > 1 else {system_digest: system}}
+            start = _event(thread, rid, "trace", "llm.start", {"messages": []}, context=record)
+            start["metadata"].update(llm_run_id=llm, model="bench-model", **call)
+            turn.append(start)
             answer = AIMessage(
                 f"step {step} " * 10,
                 id=str(uuid.uuid4()),
@@ -118,11 +125,9 @@ def thread_events(thread: str, total: int) -> Iterator[dict[str, Any]]:
                     **call,
                 )
             )
-            turn.append(
-                _event(thread, rid, "message", "message.ai", message_to_content(answer), **call)
-            )
+            turn.append(_message(thread, rid, answer, digests, **call))
             result = ToolMessage("result " * 20, tool_call_id=llm, id=str(uuid.uuid4()))
-            turn.append(_event(thread, rid, "message", "message.tool", message_to_content(result)))
+            turn.append(_message(thread, rid, result, digests))
             state += [str(answer.id), str(result.id)]
         turn.append(_event(thread, rid, "lifecycle", "run.end", {"status": "success"}))
         for event in turn:
@@ -186,14 +191,50 @@ def _open(browser: Any, url: str) -> dict[str, float]:
         context.close()
 
 
-def measure(sizes: list[int], rounds: int, directory: Path) -> dict[int, dict[str, float]]:
-    """Median milliseconds per size and measure (sizes alternate, order flips each round)."""
+def _routes(store: SqliteEventStore, thread: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The viewer's API requests worth timing on ``thread``: path and parameters."""
+    base = f"/api/threads/{thread}"
+    call = store.read(thread, before_seq=2**62, limit=1, event_type="llm.start")[0]
+    marker = store.read(thread, before_seq=2**62, limit=1, event_type="middleware:summarize")[0]
+    return {
+        "history": (base + "/history", {"limit": 30}),
+        "calls": (base + "/calls", {"limit": 300}),
+        "spans": (base + "/spans", {"run_id": call.run_id}),
+        "context": (f"{base}/context/{call.seq}", {}),
+        "search": (base + "/search", {"q": "no such text"}),
+        "originals": (f"{base}/markers/{marker.seq}/messages", {}),
+    }
+
+
+def _time_routes(
+    port: int, routes: dict[int, dict[str, tuple[str, dict[str, Any]]]], rounds: int
+) -> dict[int, dict[str, float]]:
+    """Median ms of each route per size over HTTP, sizes alternating."""
+    samples: dict[int, dict[str, list[float]]] = {n: {k: [] for k in r} for n, r in routes.items()}
+    sizes = list(routes)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+        for number in range(rounds + 1):
+            for size in sizes if number % 2 == 0 else sizes[::-1]:
+                for name, (path, params) in routes[size].items():
+                    start = time.perf_counter()
+                    client.get(path, params=params).raise_for_status()
+                    if number:  # round 0 warms up
+                        samples[size][name].append((time.perf_counter() - start) * 1000)
+    return {n: {k: statistics.median(v) for k, v in r.items()} for n, r in samples.items()}
+
+
+def measure(
+    sizes: list[int], rounds: int, directory: Path
+) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]]:
+    """Median milliseconds per size and measure (sizes alternate, order flips each round):
+    the page loads, then the API routes."""
     from playwright.sync_api import sync_playwright
 
     path = directory / "viewer.db"
     store = SqliteEventStore(path)
     for size in sizes:
         fill(store, f"t{size}", size)
+    routes = {size: _routes(store, f"t{size}") for size in sizes}
     store.close()
     port = _free_port()
     server = _serve(f"sqlite:///{path}", port)
@@ -210,14 +251,16 @@ def measure(sizes: list[int], rounds: int, directory: Path) -> dict[int, dict[st
                 for size in order:
                     samples[size].append(_open(browser, f"http://127.0.0.1:{port}/threads/t{size}"))
             browser.close()
+        api = _time_routes(port, routes, rounds)
     finally:
         server.terminate()
         server.wait(timeout=10)
     keys = ("wall", *MARKS)
-    return {
+    pages = {
         size: {key: statistics.median(s[key] for s in runs) for key in keys}
         for size, runs in samples.items()
     }
+    return pages, api
 
 
 def main() -> None:
@@ -228,7 +271,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        results = measure(sizes, args.rounds, Path(tmp))
+        results, api = measure(sizes, args.rounds, Path(tmp))
     after = os.getloadavg()
     base = results[sizes[0]]
     print(f"load average before {before[0]:.2f}, after {after[0]:.2f}; {args.rounds} rounds")
@@ -239,6 +282,15 @@ def main() -> None:
         cells = []
         for key in (*MARKS, "wall"):
             cells += [f"{r[key]:.0f}", f"{r[key] / base[key]:.2f}"]
+        print(f"| {size:,} | " + " | ".join(cells) + " |")
+    names = list(api[sizes[0]])
+    print()
+    print("| events | " + " | ".join(f"{n} ms | x" for n in names) + " |")
+    print("|---:|" + "---:|---:|" * len(names))
+    for size in sizes:
+        cells = []
+        for name in names:
+            cells += [f"{api[size][name]:.1f}", f"{api[size][name] / api[sizes[0]][name]:.2f}"]
         print(f"| {size:,} | " + " | ".join(cells) + " |")
 
 

@@ -10,18 +10,14 @@ from typing import Any
 import httpx
 import pytest
 from blockbuster import blockbuster_ctx
-from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langgraph.checkpoint.memory import InMemorySaver
 
 from history import replay
 from history.server.app import create_app
 from history.server.sse import StreamSettings
-from journal import MemoryEventStore, RunEvent, RunJournal
+from journal import MemoryEventStore, RunEvent
 from journal.messages import content_to_message
 from journal.testing import ev
-from tests.fakes import ScriptedChatModel, ai
 from tests.http_data import XSS, seed_conversation
 from tests.test_viewer_scenario import (
     AGENT_MODEL,
@@ -30,6 +26,7 @@ from tests.test_viewer_scenario import (
     SUB_MODEL,
     RichThread,
     build_rich_thread,
+    build_truncated_thread,
 )
 
 T = "viewer-rich"
@@ -346,12 +343,7 @@ async def test_marker_originals_are_the_replaced_and_removed_messages(
 async def test_truncated_events_are_listed_and_marked_in_context(tmp_path: Path) -> None:
     """A question the store cut to its cap is listed with its original size, and the context
     of the agent call that received it marks that message truncated."""
-    store = MemoryEventStore(content_caps={"message": 3000, "trace": 16384})
-    agent = create_agent(ScriptedChatModel([ai("noted")]), [], checkpointer=InMemorySaver())
-    journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
-    config: Any = {"configurable": {"thread_id": "cut"}, "callbacks": [journal]}
-    agent.invoke({"messages": [HumanMessage("x" * 10_000)]}, config)
-    journal.close()
+    store = build_truncated_thread(tmp_path)
     question = store.read("cut", event_type="message.human")[0]
     call = store.read("cut", event_type="llm.start")[0]
     transport = httpx.ASGITransport(app=create_app(store))

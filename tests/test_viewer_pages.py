@@ -26,6 +26,7 @@ from tests.test_viewer_scenario import (
     RUN_ERROR,
     RichThread,
     build_rich_thread,
+    build_truncated_thread,
 )
 
 pytestmark = pytest.mark.browser
@@ -366,16 +367,18 @@ def test_a_deep_link_to_an_old_seq_opens_there_and_pages_both_ways(
     page.goto(f"{served.url}/threads/{rich.thread_id}?limit=4#seq-{target}")
     page.wait_for_selector(f'.item.target[data-seq="{target}"]')
     assert page.locator(".load-newer").is_visible()
-    for _ in range(30):
-        if page.locator(".load-newer").is_hidden():
-            break
-        page.locator(".load-newer").click()
-        page.wait_for_timeout(100)
-    for _ in range(30):
-        if page.locator(".load-older").is_hidden():
-            break
-        page.locator(".load-older").click()
-        page.wait_for_timeout(100)
+    for control, to in (
+        (".load-newer", "document.scrollingElement.scrollHeight"),
+        (".load-older", "0"),
+    ):
+        for _ in range(40):  # as a reader does: away a little, then to the end
+            if page.locator(control).is_hidden():
+                break
+            page.evaluate(f"window.scrollTo(0, {to} ? {to} - 400 : 400)")
+            page.wait_for_timeout(50)
+            page.evaluate(f"window.scrollTo(0, {to})")
+            page.wait_for_timeout(150)
+        assert page.locator(control).is_hidden(), control
     shown = [
         int(s)
         for s in page.eval_on_selector_all(
@@ -412,19 +415,7 @@ def test_a_running_run_updates_in_place(page: Any, served: Served) -> None:
 
 def test_a_truncated_message_says_so(page: Any, tmp_path: Path) -> None:
     """A message the store cut to its cap carries a "truncated" tag with its original size."""
-    from langchain.agents import create_agent
-    from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from journal import RunJournal
-    from tests.fakes import ScriptedChatModel, ai
-
-    store = MemoryEventStore(content_caps={"message": 3000, "trace": 16384})
-    agent = create_agent(ScriptedChatModel([ai("noted")]), [], checkpointer=InMemorySaver())
-    journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
-    config: Any = {"configurable": {"thread_id": "cut"}, "callbacks": [journal]}
-    agent.invoke({"messages": [HumanMessage("x" * 10_000)]}, config)
-    journal.close()
+    store = build_truncated_thread(tmp_path)
     with serve_in_thread(create_app(store)) as url:
         page.goto(f"{url}/threads/cut")
         mark = page.locator(".item.human .tag.truncated")

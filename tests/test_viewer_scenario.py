@@ -39,7 +39,7 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from journal import MemoryEventStore, RunEvent, RunEventStore, RunJournal
-from tests.fakes import ScriptedChatModel, call
+from tests.fakes import ScriptedChatModel, ai, call
 from tests.http_data import XSS
 
 THREAD: Final = "viewer-rich"
@@ -234,6 +234,20 @@ def build_rich_thread(store: RunEventStore, tmp_path: Path, thread_id: str = THR
         journal.close()
     thread.run_ids = [r.run_id for r in store.list_runs(thread_id)]
     return thread
+
+
+def build_truncated_thread(tmp_path: Path, thread_id: str = "cut") -> MemoryEventStore:
+    """A store with a small message cap and one real run whose 10,000-character question the
+    store cuts to fit it."""
+    store = MemoryEventStore(content_caps={"message": 3000, "trace": 16384})
+    agent = create_agent(ScriptedChatModel([ai("noted")]), [], checkpointer=InMemorySaver())
+    journal = RunJournal(store, spool_path=tmp_path / "cut-spool.jsonl")
+    config: Any = {"configurable": {"thread_id": thread_id}, "callbacks": [journal]}
+    try:
+        agent.invoke({"messages": [HumanMessage("x" * 10_000)]}, config)
+    finally:
+        journal.close()
+    return store
 
 
 @pytest.fixture(scope="module")

@@ -313,6 +313,11 @@ export class ThreadView {
       this.loadingNewer = false;
       this.newer.disabled = false;
     }
+    // As for older pages: while the control stays on screen, read on.
+    const rect = this.newer.getBoundingClientRect();
+    if (!this.atHead && rect.top < window.innerHeight && this.node.isConnected) {
+      setTimeout(() => this.loadNewer().catch(this.fail), 50);
+    }
   }
 
   // At the head, live: read back from the newest page until the items already shown.
