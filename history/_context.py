@@ -48,7 +48,7 @@ from history._catalog import (
     summary_message_id,
 )
 from history._reads import LastSeq, Plan, Read
-from history._spans import NotFoundError, as_dict, as_str, usage_of
+from history._spans import NotFoundError, as_dict, as_str, read_upto, usage_of
 from history._walk import StateWalk, call_record
 from history.errors import ThreadNotFoundError
 from journal.catalog import stored_message_id
@@ -239,16 +239,10 @@ def context_plan(
     seqs: dict[str, int] = {}  # latest message event per id
     summaries: dict[str, int] = {}  # summary message id -> its marker's seq
     markers: list[dict[str, Any]] = []
-    cursor = 0
-    while cursor < start.seq:
-        page: list[RunEvent] = yield Read(
-            thread_id,
-            {
-                "after_seq": cursor,
-                "before_seq": start.seq + 1,
-                "limit": _PAGE,
-                "event_type": _TYPES,
-            },
+    cursor, more = 0, True
+    while more:
+        page, more = yield from read_upto(
+            thread_id, cursor, start.seq, _PAGE, {"event_type": _TYPES}
         )
         for event in page:
             if event.event_type in MESSAGE_TYPES:
@@ -260,9 +254,7 @@ def context_plan(
                     if marker["summary_id"] is not None:
                         summaries[marker["summary_id"]] = event.seq
             walk.feed((event,))
-        if len(page) < _PAGE:
-            break
-        cursor = page[-1].seq
+        cursor = page[-1].seq if page else cursor
     recorded = call_record(start) is not None
     if recorded and walk.call is None:  # a delta whose base record the journal lacks
         rows = [

@@ -31,7 +31,7 @@ from history._catalog import (
 )
 from history._context import event_at
 from history._reads import LastSeq, Plan, Read
-from history._spans import NotFoundError, excerpt, text_of
+from history._spans import NotFoundError, excerpt, read_upto, text_of
 from history.errors import ThreadNotFoundError
 from history.timeline import _message_item, is_hidden, taken_seq_range
 from journal.encoding import dumps_plain
@@ -162,15 +162,10 @@ def originals_plan(
     cursor = max(after_seq or 0, (first or seq) - 1)
     more = False
     size = 0
-    while first is not None and last is not None and cursor < last:
-        page: list[RunEvent] = yield Read(
-            thread_id,
-            {
-                "after_seq": cursor,
-                "before_seq": last + 1,
-                "limit": _CHUNK,
-                "event_type": list(MESSAGE_TYPES),
-            },
+    window = first is not None and last is not None
+    while window and not more:
+        page, window = yield from read_upto(
+            thread_id, cursor, last, _CHUNK, {"event_type": list(MESSAGE_TYPES)}
         )
         for event in page:
             if message_id(event) not in wanted:
@@ -185,8 +180,6 @@ def originals_plan(
             if event.metadata.get("truncated"):
                 item["truncated"] = True
             items.append(item)
-        if more or len(page) < _CHUNK:
-            break
     earlier = []
     if after_seq is None:  # earlier summaries among the ids: found once, on the first page
         earlier = yield from _earlier_summaries(thread_id, seq, wanted)
@@ -228,10 +221,9 @@ def truncations_plan(
     reading at most ``limit`` of the window's events (``next_after_seq`` reads on)."""
     if (yield LastSeq(thread_id)) == 0:
         raise ThreadNotFoundError(thread_id)
-    window: dict[str, Any] = {"after_seq": after_seq, "limit": limit}
-    if before_seq is not None:
-        window["before_seq"] = before_seq
-    page: list[RunEvent] = yield Read(thread_id, {**window, "category": ["message", "middleware"]})
+    upto = None if before_seq is None else before_seq - 1
+    filters = {"category": ["message", "middleware"]}
+    page, more = yield from read_upto(thread_id, after_seq, upto, limit, filters)
     cut = []
     for event in page:
         md = event.metadata
@@ -245,7 +237,6 @@ def truncations_plan(
                     "metadata_truncated": bool(md.get("metadata_truncated")),
                 }
             )
-    more = len(page) == limit
     return {
         "thread_id": thread_id,
         "events": cut,

@@ -39,6 +39,7 @@ __all__ = [
     "as_dict",
     "as_str",
     "excerpt",
+    "read_upto",
     "spans_plan",
     "text_of",
     "usage_of",
@@ -116,6 +117,19 @@ def as_dict(value: Any) -> dict[str, Any]:
 def as_str(value: Any) -> str | None:
     """``value`` if it is a string, else ``None``."""
     return value if isinstance(value, str) else None
+
+
+def read_upto(
+    thread_id: str, after_seq: int, upto: int | None, limit: int, filters: dict[str, Any]
+) -> Plan[tuple[list[RunEvent], bool]]:
+    """Plan: the first ``limit`` matching events with ``after_seq < seq <= upto`` (``None``: no
+    bound), and whether the window holds more. (``read`` given both cursors returns the *last*
+    ``limit`` events below ``before_seq``: a forward walk reads with ``after_seq`` alone.)"""
+    page: list[RunEvent] = yield Read(
+        thread_id, {"after_seq": after_seq, "limit": limit, **filters}
+    )
+    inside = [e for e in page if upto is None or e.seq <= upto]
+    return inside, len(inside) == limit
 
 
 def _step(metadata: dict[str, Any]) -> int | None:

@@ -350,6 +350,16 @@ async def test_truncated_events_are_listed_and_marked_in_context(tmp_path: Path)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         listed = (await client.get("/api/threads/cut/truncated")).json()
         context = (await client.get(f"/api/threads/cut/context/{call.seq}")).json()
+        walked: list[int] = []
+        after = 0
+        while True:  # two events at a time, through the whole window
+            params = {"after_seq": after, "before_seq": call.seq + 5, "limit": 2}
+            page = (await client.get("/api/threads/cut/truncated", params=params)).json()
+            walked += [e["seq"] for e in page["events"]]
+            after = page["next_after_seq"]
+            if not page["has_more"]:
+                break
+    assert walked == [question.seq]
     assert [e["seq"] for e in listed["events"]] == [question.seq]
     assert listed["events"][0]["original_bytes"] > 10_000
     row = next(r for r in context["messages"] if r.get("seq") == question.seq)
@@ -444,3 +454,36 @@ async def test_viewer_routes_never_block_the_event_loop(rich: RichThread, tmp_pa
                 response = await client.get(f"/api/threads/{T}/{path}", params=params)
                 assert response.status_code == 200, (path, response.text)
     store.close()
+
+
+async def test_readers_answer_the_same_when_they_read_in_tiny_pages(
+    http: httpx.AsyncClient, rich: RichThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Context, spans, calls, search, originals and truncation marks give the same answers
+    when every store read returns a few events (long threads read in many pages)."""
+    import history._context as context_module
+    import history._search as search_module
+    import history._spans as spans_module
+
+    summary = rich.events("middleware:summarize")[0].seq
+    last = rich.events()[-1].seq
+    paths = [
+        *((f"context/{e.seq}", {"limit": 1000}) for e in rich.events("llm.start")),
+        *(("spans", {"run_id": run}) for run in rich.run_ids),
+        ("calls", {}),
+        ("search", {"q": "e"}),
+        (f"markers/{summary}/messages", {}),
+        ("truncated", {"after_seq": 0, "before_seq": last}),
+    ]
+    normal = [await get(http, path, **params) for path, params in paths]
+    for module, name in [
+        (context_module, "_PAGE"),
+        (context_module, "_SCAN"),
+        (context_module, "_CALL_CHUNK"),
+        (search_module, "_CHUNK"),
+        (spans_module, "_PAGE"),
+    ]:
+        monkeypatch.setattr(module, name, 3)
+    tiny = [await get(http, path, **params) for path, params in paths]
+    for (path, _), before, after in zip(paths, normal, tiny, strict=True):
+        assert after == before, path
