@@ -7,9 +7,10 @@ performance marks: ``first page`` (the newest timeline page is in the DOM), ``fi
 (the frame after it), ``calls`` (the tokens-per-call sparkline drawn), and the wall time until
 Playwright sees the first timeline item. The sizes alternate in every round, their order
 flipping each round, so load from other processes hits both alike; the table gives medians.
-Then the viewer's API routes are timed over HTTP the same way (the newest timeline page, the
-per-call series, the newest run's spans, the context of the newest model call, a search that
-finds nothing (one bounded scan), the originals of the newest compaction).
+Then the readers behind the viewer's API routes are timed in-process on the same file, the
+same way (the newest timeline page, the per-call series, the newest run's spans, the context
+of the newest model call, a search that finds nothing (one bounded scan), the originals of the
+newest compaction): over local HTTP a ~40 ms delayed-ACK floor would hide their cost.
 
 Threads are written with the store's batched ``append`` in the shape ``RunJournal`` writes:
 runs of a human question, three model calls (``llm.start``/``llm.end`` with usage, the AI
@@ -30,13 +31,17 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from history._context import calls_plan, context_plan
+from history._reads import run_plan
+from history._search import originals_plan, search_plan
+from history._spans import spans_plan
+from history.timeline import timeline_plan
 from journal import SqliteEventStore, message_to_content
 from journal.digests import content_digest
 
@@ -191,35 +196,36 @@ def _open(browser: Any, url: str) -> dict[str, float]:
         context.close()
 
 
-def _routes(store: SqliteEventStore, thread: str) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The viewer's API requests worth timing on ``thread``: path and parameters."""
-    base = f"/api/threads/{thread}"
+def _readers(store: SqliteEventStore, thread: str) -> dict[str, Callable[[], object]]:
+    """The viewer's routes on ``thread``, as the reads they make (the plans the routes run)."""
     call = store.read(thread, before_seq=2**62, limit=1, event_type="llm.start")[0]
     marker = store.read(thread, before_seq=2**62, limit=1, event_type="middleware:summarize")[0]
-    return {
-        "history": (base + "/history", {"limit": 30}),
-        "calls": (base + "/calls", {"limit": 300}),
-        "spans": (base + "/spans", {"run_id": call.run_id}),
-        "context": (f"{base}/context/{call.seq}", {}),
-        "search": (base + "/search", {"q": "no such text"}),
-        "originals": (f"{base}/markers/{marker.seq}/messages", {}),
+    plans: dict[str, Callable[[], Any]] = {
+        "history": lambda: timeline_plan(thread, None, 30, True),
+        "calls": lambda: calls_plan(thread, limit=300),
+        "spans": lambda: spans_plan(thread, call.run_id),
+        "context": lambda: context_plan(thread, call.seq),
+        "search": lambda: search_plan(thread, "no such text"),
+        "originals": lambda: originals_plan(thread, marker.seq),
     }
+    return {name: (lambda make=make: run_plan(store, make())) for name, make in plans.items()}
 
 
-def _time_routes(
-    port: int, routes: dict[int, dict[str, tuple[str, dict[str, Any]]]], rounds: int
-) -> dict[int, dict[str, float]]:
-    """Median ms of each route per size over HTTP, sizes alternating."""
-    samples: dict[int, dict[str, list[float]]] = {n: {k: [] for k in r} for n, r in routes.items()}
-    sizes = list(routes)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+def _time_readers(path: Path, sizes: list[int], rounds: int) -> dict[int, dict[str, float]]:
+    """Median ms of each reader per size, sizes alternating (order flipping) every round."""
+    store = SqliteEventStore(path)
+    try:
+        readers = {size: _readers(store, f"t{size}") for size in sizes}
+        samples = {size: {name: [] for name in readers[size]} for size in sizes}
         for number in range(rounds + 1):
             for size in sizes if number % 2 == 0 else sizes[::-1]:
-                for name, (path, params) in routes[size].items():
+                for name, read in readers[size].items():
                     start = time.perf_counter()
-                    client.get(path, params=params).raise_for_status()
+                    read()
                     if number:  # round 0 warms up
                         samples[size][name].append((time.perf_counter() - start) * 1000)
+    finally:
+        store.close()
     return {n: {k: statistics.median(v) for k, v in r.items()} for n, r in samples.items()}
 
 
@@ -234,7 +240,6 @@ def measure(
     store = SqliteEventStore(path)
     for size in sizes:
         fill(store, f"t{size}", size)
-    routes = {size: _routes(store, f"t{size}") for size in sizes}
     store.close()
     port = _free_port()
     server = _serve(f"sqlite:///{path}", port)
@@ -251,7 +256,6 @@ def measure(
                 for size in order:
                     samples[size].append(_open(browser, f"http://127.0.0.1:{port}/threads/t{size}"))
             browser.close()
-        api = _time_routes(port, routes, rounds)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -260,7 +264,7 @@ def measure(
         size: {key: statistics.median(s[key] for s in runs) for key in keys}
         for size, runs in samples.items()
     }
-    return pages, api
+    return pages, _time_readers(path, sizes, rounds)
 
 
 def main() -> None:

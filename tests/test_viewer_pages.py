@@ -320,6 +320,7 @@ def test_sparkline_draws_each_call_to_scale_and_opens_its_context(
     tokens = page.locator(".item.ai .tokens").first.inner_text()
     assert tokens.startswith("in ") and tokens.endswith(" tokens")
     ARTIFACTS.mkdir(exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky bar stays on top of a full-page shot
     page.screenshot(path=str(ARTIFACTS / "viewer-thread.png"), full_page=True)
     pick = calls[2]
     page.locator(f'.spark-bar[data-seq="{pick["seq"]}"]').dispatch_event("click")
@@ -436,3 +437,22 @@ def test_hidden_messages_are_left_out_until_toggled_on_then_dimmed(
     page.wait_for_selector(".item.human.is-hidden")
     assert page.locator(".item.is-hidden .text").inner_text() == note
     assert float(page.locator(".item.is-hidden").evaluate("e => getComputedStyle(e).opacity")) < 1
+
+
+def test_sparkline_grows_live_and_an_unknown_run_says_so(page: Any, served: Served) -> None:
+    """A model call that ends while the thread is open adds its bar without a reload; a link
+    to a run the thread does not hold says so."""
+    store = served.rich.store
+    md = {"caller": "agent", "langgraph_node": "model", "langgraph_step": 1, "llm_run_id": "S"}
+    store.append([ev("live-spark", category="lifecycle"), ev("live-spark", metadata=md)])
+    page.goto(f"{served.url}/threads/live-spark")
+    page.locator(".spark-title", has_text="No model calls yet.").wait_for()
+    usage = {"input_tokens": 77, "output_tokens": 3, "total_tokens": 80}
+    store.append([ev("live-spark", event_type="llm.end", metadata={**md, "usage": usage})])
+    page.wait_for_selector(".spark-bar", timeout=10_000)
+    assert page.locator(".spark-bar").count() == 1
+    assert "max input 77" in page.locator(".spark-stat").inner_text()
+    page.goto(f"{served.url}/threads/live-spark#run-no-such-run")
+    notice = page.locator(".run-view .notice.error")
+    notice.wait_for()
+    assert "has no run 'no-such-run'" in notice.inner_text()

@@ -172,7 +172,14 @@ function threadPage(threadId) {
       run = new RunView(threadId, where.runId, go, setLive);
       app.replaceChildren(run.node);
       document.scrollingElement.scrollTop = 0;
-      await run.open(where.seq);
+      try {
+        await run.open(where.seq);
+      } catch (error) {
+        if (!(error instanceof HttpError && error.status === 404)) throw error;
+        const back = el("a", "back", "← conversation");
+        back.href = "#";
+        run.node.replaceChildren(back, el("p", "notice error", error.message));
+      }
       app.dataset.ready = "run";
       return;
     }
