@@ -1,5 +1,4 @@
-"""What a model call received: its exact input, with what changed it marked, and its size;
-and a thread's model calls one by one (the per-call token series).
+"""What a model call received: its exact input, with what changed it marked, and its size.
 
 ``context_plan(thread_id, seq)`` takes the seq of an ``llm.start``, of its ``llm.end`` /
 ``llm.error``, or of a ``message.ai`` (the call that produced that answer) and returns the
@@ -27,13 +26,13 @@ reported them (``source: "provider"``), else ``approximate`` (``source: "approxi
 LangChain's ``count_tokens_approximately``, about 4 characters a token, which the
 summarization middleware uses for its triggers too). ``messages`` is a page (``offset``,
 ``limit``, at most ``max_bytes`` of JSON, at least one message); ``message_count`` counts all.
-
-``calls_plan(thread_id, ...)`` pages through the thread's ended model calls (``llm.end`` and
-``llm.error``) with their tokens, latency, model and caller.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from history._catalog import (
@@ -47,18 +46,19 @@ from history._catalog import (
     payload_ids,
     summary_message_id,
 )
-from history._reads import LastSeq, Plan, Read
-from history._spans import NotFoundError, as_dict, as_str, read_upto, usage_of
+from history._reads import Plan, Read
+from history._search import event_at, find_call_start, llm_run_id, nearest_event
+from history._spans import read_upto, usage_of
 from history._walk import StateWalk, call_record
-from history.errors import ThreadNotFoundError
 from journal.catalog import stored_message_id
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
 
 __all__ = [
+    "CHECKPOINT_EVERY",
     "MAX_MARKERS",
+    "WalkCache",
     "approximate_tokens",
-    "calls_plan",
     "context_plan",
     "event_at",
     "find_call_start",
@@ -66,77 +66,12 @@ __all__ = [
 
 #: The most markers one context lists.
 MAX_MARKERS: Final = 20
+#: Events a walk reads between two checkpoints it leaves in a :class:`WalkCache`.
+CHECKPOINT_EVERY: Final = 5000
 _PAGE: Final = 1000
-_SCAN: Final = 50  # events per read when looking for a call's other half
-_SCAN_BUDGET: Final = 2000  # events read at most to find it
 _TYPES: Final = (*TIMELINE_TYPES, MODEL_CALL)
 _ENDS: Final = ("llm.end", "llm.error")
 _STATUS: Final = {"llm.end": "ok", "llm.error": "error"}
-_CALL_CHUNK: Final = 100
-
-
-def event_at(thread_id: str, seq: int) -> Plan[RunEvent]:
-    """Plan: the event stored at ``seq`` (``ThreadNotFoundError``/``NotFoundError`` else)."""
-    if (yield LastSeq(thread_id)) == 0:
-        raise ThreadNotFoundError(thread_id)
-    found: list[RunEvent] = yield Read(thread_id, {"after_seq": seq - 1, "limit": 1})
-    if not found or found[0].seq != seq:
-        raise NotFoundError(f"thread {thread_id!r} has no event at seq {seq}")
-    return found[0]
-
-
-def _scan(
-    thread_id: str, cursor: int, forward: bool, types: tuple[str, ...], match: Any
-) -> Plan[RunEvent | None]:
-    """Plan: the nearest event of ``types`` from ``cursor`` on which ``match`` holds."""
-    read = 0
-    key = "after_seq" if forward else "before_seq"
-    while read < _SCAN_BUDGET:
-        page: list[RunEvent] = yield Read(
-            thread_id, {key: cursor, "limit": _SCAN, "category": "trace", "event_type": types}
-        )
-        for event in page if forward else reversed(page):
-            if match(event):
-                return event
-        read += len(page)
-        if len(page) < _SCAN:
-            return None
-        cursor = page[-1].seq if forward else page[0].seq
-    return None
-
-
-def _llm_run_id(event: RunEvent) -> str | None:
-    value = event.metadata.get("llm_run_id")
-    return value if isinstance(value, str) else None
-
-
-def find_call_start(thread_id: str, event: RunEvent) -> Plan[RunEvent]:
-    """Plan: the ``llm.start`` of the call ``event`` belongs to (itself, its end, or the AI
-    message it produced)."""
-    kind = event.event_type
-    if kind == MODEL_CALL:
-        return event
-    end: RunEvent | None = event if kind in _ENDS else None
-    if kind == "message.ai":
-        wanted = message_id(event)
-        end = yield from _scan(
-            thread_id,
-            event.seq,
-            False,
-            ("llm.end",),
-            lambda e: isinstance(e.content, dict) and e.content.get("message_id") == wanted,
-        )
-    elif end is None:
-        raise NotFoundError(f"seq {event.seq} is a {kind} event, not a model call")
-    llm = _llm_run_id(end) if end is not None else None
-    start = None
-    if end is not None and llm is not None:
-        start = yield from _scan(
-            thread_id, end.seq, False, (MODEL_CALL,), lambda e: _llm_run_id(e) == llm
-        )
-    if start is None:
-        raise NotFoundError(f"no model call is recorded for the event at seq {event.seq}")
-    return start
 
 
 def approximate_tokens(contents: list[Any]) -> int:
@@ -154,42 +89,136 @@ def approximate_tokens(contents: list[Any]) -> int:
     return count_tokens_approximately(messages)
 
 
-def _seq_range(ids: list[str], seqs: dict[str, int]) -> tuple[int | None, int | None]:
-    found = [seqs[i] for i in ids if i in seqs]
-    return (min(found), max(found)) if found else (None, None)
+@dataclass
+class _Index:
+    """What a walk learns besides the state, appended in seq order: each message event's seqs
+    by message id, each summary message's marker, the markers. The checkpoints of one thread
+    share it, each reading it up to its own seq (``upto``)."""
 
+    seqs: dict[str, list[int]] = field(default_factory=dict)
+    summaries: dict[str, int] = field(default_factory=dict)
+    markers: list[dict[str, Any]] = field(default_factory=list)
+    upto: int = 0  # every event up to here is in
 
-def _marker(event: RunEvent, seqs: dict[str, int]) -> dict[str, Any] | None:
-    """The marker a compaction or removal makes (``None``: a reorder that removes nothing)."""
-    payload = event.content if isinstance(event.content, dict) else {}
-    if event.event_type == SUMMARIZE:
-        ids = payload_ids(event, "replaced_message_ids")
-        count = payload.get("replaced_count")
-        kind = "summary"
-    else:
-        ids = payload_ids(event, "removed_message_ids")
-        if not ids:
+    def add(self, event: RunEvent) -> None:
+        """Take in ``event`` unless it is in already (walks that resume overlap)."""
+        if event.seq <= self.upto:
+            return
+        self.upto = event.seq
+        if event.event_type in MESSAGE_TYPES:
+            self.seqs.setdefault(message_id(event) or f"\0seq-{event.seq}", []).append(event.seq)
+        elif event.event_type in (SUMMARIZE, REMOVE):
+            marker = self._marker(event)
+            if marker is not None:
+                self.markers.append(marker)
+                if marker["summary_id"] is not None:
+                    self.summaries.setdefault(marker["summary_id"], event.seq)
+
+    def seq_of(self, mid: str | None, upto: int) -> int | None:
+        """The seq of the latest message event of ``mid`` at or before ``upto``."""
+        seqs = self.seqs.get(mid) if mid is not None else None
+        if not seqs:
             return None
-        count, kind = len(ids), "removal"
-    first, last = _seq_range(ids, seqs)
-    return {
-        "kind": kind,
-        "seq": event.seq,
-        "count": count if isinstance(count, int) and not isinstance(count, bool) else len(ids),
-        "message_ids": ids,
-        "first_seq": first,
-        "last_seq": last,
-        "summary_id": summary_message_id(event) if kind == "summary" else None,
-        "inferred": bool(event.metadata.get("inferred")),
-    }
+        at = bisect_right(seqs, upto)
+        return seqs[at - 1] if at else None
+
+    def summary_of(self, mid: str | None, upto: int) -> int | None:
+        """The seq of the compaction that injected summary ``mid``, if at or before ``upto``."""
+        seq = self.summaries.get(mid) if mid is not None else None
+        return seq if seq is not None and seq <= upto else None
+
+    def markers_upto(self, upto: int) -> list[dict[str, Any]]:
+        """The markers at or before ``upto``."""
+        return self.markers[: bisect_right(self.markers, upto, key=lambda m: m["seq"])]
+
+    def _marker(self, event: RunEvent) -> dict[str, Any] | None:
+        """The marker of a compaction or removal (``None``: a reorder that removes nothing)."""
+        payload = event.content if isinstance(event.content, dict) else {}
+        if event.event_type == SUMMARIZE:
+            ids = payload_ids(event, "replaced_message_ids")
+            count = payload.get("replaced_count")
+            kind = "summary"
+        else:
+            ids = payload_ids(event, "removed_message_ids")
+            if not ids:
+                return None
+            count, kind = len(ids), "removal"
+        found = [s for s in (self.seq_of(i, event.seq) for i in ids) if s is not None]
+        return {
+            "kind": kind,
+            "seq": event.seq,
+            "count": count if isinstance(count, int) and not isinstance(count, bool) else len(ids),
+            "message_ids": ids,
+            "first_seq": min(found) if found else None,
+            "last_seq": max(found) if found else None,
+            "summary_id": summary_message_id(event) if kind == "summary" else None,
+            "inferred": bool(event.metadata.get("inferred")),
+        }
+
+
+@dataclass
+class _Point:
+    """A walk fed every timeline and ``llm.start`` event up to ``upto``; never fed again."""
+
+    upto: int
+    walk: StateWalk
+
+    def resume(self) -> StateWalk:
+        """A copy to feed further (the entries themselves are shared: they do not change)."""
+        w = self.walk
+        return replace(
+            w, entries=dict(w.entries), inline=dict(w.inline), checked=set(w.checked),
+            calls=OrderedDict(w.calls),
+        )  # fmt: skip
+
+
+@dataclass
+class _Walked:
+    index: _Index
+    points: list[_Point]  # ascending by upto
+
+
+class WalkCache:
+    """Walks of a few threads kept between context requests, with a checkpoint every
+    ``CHECKPOINT_EVERY`` events, so that the context of another call of the same thread
+    resumes from the nearest checkpoint before it instead of reading the thread from seq 1.
+
+    Sound because a thread is append-only: a walk up to a seq stays right while the thread's
+    first event is the same one (a deleted thread written again has other event ids, and
+    misses). Bounded: ``threads`` threads (least recently used go), ``points`` checkpoints
+    each. One per app; used from one event loop.
+    """
+
+    def __init__(self, threads: int = 4, points: int = 32) -> None:
+        self._threads: OrderedDict[tuple[str, str], _Walked] = OrderedDict()
+        self._max_threads = threads
+        self._max_points = points
+
+    def walked(self, thread_id: str, identity: str) -> _Walked:
+        """The walks of the thread whose first event is ``identity`` (new if none)."""
+        key = (thread_id, identity)
+        found = self._threads.pop(key, None) or _Walked(_Index(), [])
+        self._threads[key] = found
+        while len(self._threads) > self._max_threads:
+            self._threads.popitem(last=False)
+        return found
+
+    def keep(self, walked: _Walked, point: _Point) -> None:
+        """Keep ``point`` (at most ``points``: the oldest checkpoints go first)."""
+        if any(p.upto == point.upto for p in walked.points):
+            return
+        insort(walked.points, point, key=lambda p: p.upto)
+        if len(walked.points) > self._max_points:
+            walked.points.pop(0)
+
+
+def _nearest(points: list[_Point], seq: int) -> _Point | None:
+    at = bisect_right(points, seq, key=lambda p: p.upto)
+    return points[at - 1] if at else None
 
 
 def _classify(
-    walk: StateWalk,
-    index: int,
-    entry: tuple[str | None, str],
-    seqs: dict[str, int],
-    summaries: dict[str, int],
+    walk: StateWalk, known: _Index, upto: int, index: int, entry: tuple[str | None, str]
 ) -> dict[str, Any]:
     mid, digest = entry
     contents, problems = walk.resolve([entry])
@@ -200,11 +229,14 @@ def _classify(
     row.update(type=_type(content), message=content)
     held = walk.entries.get(mid) if mid is not None else None
     if held is not None and held.digest_of(False) == digest:
-        if mid is not None and mid in summaries:
-            return {**row, "origin": "summary", "marker_seq": summaries[mid]}
-        return {**row, "origin": "state", "seq": seqs.get(mid or ""), "truncated": held.truncated}
-    if mid is not None and mid in seqs:
-        return {**row, "origin": "edited", "original_seq": seqs[mid]}
+        marker = known.summary_of(mid, upto)
+        if marker is not None:
+            return {**row, "origin": "summary", "marker_seq": marker}
+        seq = known.seq_of(mid, upto)
+        return {**row, "origin": "state", "seq": seq, "truncated": held.truncated}
+    original = known.seq_of(mid, upto)
+    if original is not None:
+        return {**row, "origin": "edited", "original_seq": original}
     return {**row, "origin": "added"}
 
 
@@ -230,31 +262,41 @@ def _place(markers: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[di
     return placed[-MAX_MARKERS:]
 
 
-def context_plan(
-    thread_id: str, seq: int, *, offset: int = 0, limit: int = 200, max_bytes: int = 4 << 20
-) -> Plan[dict[str, Any]]:
-    """Plan: the input of the model call at ``seq`` (see the module docstring)."""
-    start = yield from find_call_start(thread_id, (yield from event_at(thread_id, seq)))
-    walk = StateWalk(thread_id)
-    seqs: dict[str, int] = {}  # latest message event per id
-    summaries: dict[str, int] = {}  # summary message id -> its marker's seq
-    markers: list[dict[str, Any]] = []
-    cursor, more = 0, True
+def _walk_to(thread_id: str, upto: int, cache: WalkCache | None) -> Plan[tuple[_Index, StateWalk]]:
+    """Plan: the thread walked up to ``upto``, resumed from ``cache`` when it can be."""
+    first: list[RunEvent] = yield Read(thread_id, {"after_seq": 0, "limit": 1})
+    walked = _Walked(_Index(), []) if cache is None else cache.walked(thread_id, first[0].event_id)
+    point = _nearest(walked.points, upto)
+    walk, cursor = (point.resume(), point.upto) if point else (StateWalk(thread_id), 0)
+    fed, more = 0, cursor < upto
     while more:
-        page, more = yield from read_upto(
-            thread_id, cursor, start.seq, _PAGE, {"event_type": _TYPES}
-        )
+        page, more = yield from read_upto(thread_id, cursor, upto, _PAGE, {"event_type": _TYPES})
         for event in page:
-            if event.event_type in MESSAGE_TYPES:
-                seqs[message_id(event) or f"\0seq-{event.seq}"] = event.seq
-            elif event.event_type in (SUMMARIZE, REMOVE):
-                marker = _marker(event, seqs)
-                if marker is not None:
-                    markers.append(marker)
-                    if marker["summary_id"] is not None:
-                        summaries[marker["summary_id"]] = event.seq
+            walked.index.add(event)
             walk.feed((event,))
-        cursor = page[-1].seq if page else cursor
+        cursor, fed = (page[-1].seq if page else cursor), fed + len(page)
+        if cache is not None and more and fed >= CHECKPOINT_EVERY:
+            kept = _Point(cursor, walk)
+            cache.keep(walked, kept)
+            walk, fed = kept.resume(), 0  # the kept walk is never fed again
+    if cache is not None and (point is None or point.upto < upto):
+        cache.keep(walked, _Point(upto, walk))
+    return walked.index, walk
+
+
+def context_plan(
+    thread_id: str,
+    seq: int,
+    *,
+    offset: int = 0,
+    limit: int = 200,
+    max_bytes: int = 4 << 20,
+    cache: WalkCache | None = None,
+) -> Plan[dict[str, Any]]:
+    """Plan: the input of the model call at ``seq`` (see the module docstring); ``cache``
+    keeps walks between calls (results are the same with or without it)."""
+    start = yield from find_call_start(thread_id, (yield from event_at(thread_id, seq)))
+    known, walk = yield from _walk_to(thread_id, start.seq, cache)
     recorded = call_record(start) is not None
     if recorded and walk.call is None:  # a delta whose base record the journal lacks
         rows = [
@@ -268,7 +310,7 @@ def context_plan(
             }
         ]
     elif recorded:
-        rows = [_classify(walk, i, e, seqs, summaries) for i, e in enumerate(walk.call or [])]
+        rows = [_classify(walk, known, start.seq, i, e) for i, e in enumerate(walk.call or [])]
     else:  # journaled before records existed: the state view, as replay gives it
         rows = [
             {
@@ -278,13 +320,13 @@ def context_plan(
                 "type": _type(c),
                 "message": c,
                 "origin": "state",
-                "seq": seqs.get(stored_message_id(c) or ""),
+                "seq": known.seq_of(stored_message_id(c), start.seq),
             }
             for i, c in enumerate(walk.contents())
         ]
     contents = [r["message"] for r in rows if r["message"] is not None]
-    end = yield from _scan(
-        thread_id, start.seq, True, _ENDS, lambda e: _llm_run_id(e) == _llm_run_id(start)
+    end = yield from nearest_event(
+        thread_id, start.seq, True, _ENDS, lambda e: llm_run_id(e) == llm_run_id(start)
     )
     reported = usage_of(end.metadata)["input_tokens"] if end is not None else 0
     approx = approximate_tokens(contents)
@@ -303,7 +345,7 @@ def context_plan(
         "seq": start.seq,
         "end_seq": end.seq if end is not None else None,
         "run_id": start.run_id,
-        "llm_run_id": _llm_run_id(start),
+        "llm_run_id": llm_run_id(start),
         "caller": md.get("caller") if isinstance(md.get("caller"), str) else None,
         "model": (end.metadata.get("model") if end is not None else None) or md.get("model"),
         "agent_call": is_agent_call(start),
@@ -315,7 +357,7 @@ def context_plan(
         "offset": offset,
         "next_offset": following if following < len(rows) else None,
         "size_limited": following < min(len(rows), offset + limit),
-        "markers": _place(markers, rows),
+        "markers": _place(known.markers_upto(start.seq), rows),
         "tokens": {
             "count": reported if reported > 0 else approx,
             "source": "provider" if reported > 0 else "approximate",
@@ -328,64 +370,3 @@ def context_plan(
 def _type(content: Any) -> str | None:
     kind = content.get("type") if isinstance(content, dict) else None
     return kind if isinstance(kind, str) else None
-
-
-def _call_point(event: RunEvent) -> dict[str, Any]:
-    md, content = event.metadata, as_dict(event.content)
-    failed = event.event_type == "llm.error"
-    latency = md.get("latency_ms")
-    return {
-        "seq": event.seq,
-        "run_id": event.run_id,
-        "llm_run_id": as_str(md.get("llm_run_id")),
-        "caller": as_str(md.get("caller")),
-        "model": as_str(md.get("model")),
-        "status": "error" if failed else "ok",
-        "latency_ms": latency if isinstance(latency, int | float) else None,
-        "message_id": as_str(content.get("message_id")),
-        **usage_of({} if failed else md),
-    }
-
-
-def calls_plan(
-    thread_id: str,
-    *,
-    before_seq: int | None = None,
-    after_seq: int | None = None,
-    run_id: str | None = None,
-    limit: int = 500,
-) -> Plan[dict[str, Any]]:
-    """Plan: a page of the thread's ended model calls, ascending by seq. Without ``after_seq``
-    the newest ``limit`` below ``before_seq`` (``next_before_seq`` walks back); with it, the
-    first ``limit`` after it (``next_after_seq`` reads on)."""
-    if before_seq is not None and after_seq is not None:
-        raise ValueError("give before_seq or after_seq, not both")
-    last = yield LastSeq(thread_id)
-    if last == 0:
-        raise ThreadNotFoundError(thread_id)
-    forward = after_seq is not None
-    cursor = after_seq if after_seq is not None else (before_seq or last + 1)
-    filters: dict[str, Any] = {"category": "trace", "event_type": list(_ENDS)}
-    if run_id is not None:
-        filters["run_id"] = run_id
-    taken: list[RunEvent] = []
-    more = True
-    while len(taken) <= limit:
-        want = min(_CALL_CHUNK, limit + 1 - len(taken))
-        key = "after_seq" if forward else "before_seq"
-        page: list[RunEvent] = yield Read(thread_id, {key: cursor, "limit": want, **filters})
-        taken.extend(page if forward else reversed(page))
-        if len(page) < want:
-            more = False
-            break
-        cursor = page[-1].seq if forward else page[0].seq
-    more = more and len(taken) > limit
-    taken = taken[:limit]
-    events = taken if forward else taken[::-1]
-    return {
-        "thread_id": thread_id,
-        "calls": [_call_point(e) for e in events],
-        "has_more": more,
-        "next_before_seq": events[0].seq if more and not forward and events else None,
-        "next_after_seq": events[-1].seq if events else after_seq,
-    }

@@ -1,4 +1,5 @@
-"""Finding things in a thread: text search, the messages a marker took away, truncated events.
+"""Finding things in a thread: text search, the messages a marker took away, truncated events,
+the model calls one by one.
 
 * ``search_plan(thread_id, query)`` scans the thread newest first for ``query`` (case
   insensitive, literal) in the text of messages, the names and arguments of the tool calls AI
@@ -12,6 +13,8 @@
   and the earlier summaries among them (a summary message has no message event of its own).
 * ``truncations_plan(thread_id, ...)`` lists the message and middleware events of a seq window
   whose content or metadata the store cut to its caps, with their original size.
+* ``calls_plan(thread_id, ...)`` pages through the thread's ended model calls (``llm.end`` and
+  ``llm.error``) with their tokens, latency, model and caller: the per-call token series.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Final
 from history._bounded import DEFAULT_PAGE_BYTES, event_bytes
 from history._catalog import (
     MESSAGE_TYPES,
+    MODEL_CALL,
     REMOVE,
     SUMMARIZE,
     message_data,
@@ -29,15 +33,24 @@ from history._catalog import (
     payload_ids,
     summary_message_id,
 )
-from history._context import event_at
 from history._reads import LastSeq, Plan, Read
-from history._spans import NotFoundError, excerpt, read_upto, text_of
+from history._spans import NotFoundError, as_dict, as_str, excerpt, read_upto, text_of, usage_of
 from history.errors import ThreadNotFoundError
 from history.timeline import _message_item, is_hidden, taken_seq_range
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
 
-__all__ = ["MAX_QUERY", "originals_plan", "search_plan", "truncations_plan"]
+__all__ = [
+    "MAX_QUERY",
+    "calls_plan",
+    "event_at",
+    "find_call_start",
+    "llm_run_id",
+    "nearest_event",
+    "originals_plan",
+    "search_plan",
+    "truncations_plan",
+]
 
 #: The longest query accepted.
 MAX_QUERY: Final = 200
@@ -45,6 +58,75 @@ _CHUNK: Final = 200
 _AROUND: Final = 60  # characters of excerpt on each side of a match
 _TOOL_TYPES: Final = ("tool.start", "tool.end", "tool.error", "llm.end")
 _SEARCHED: Final = (*MESSAGE_TYPES, *_TOOL_TYPES)
+_ENDS: Final = ("llm.end", "llm.error")
+_CALL_CHUNK: Final = 100
+_SCAN: Final = 50  # events per read when looking for a call's other half
+_SCAN_BUDGET: Final = 2000  # events read at most to find it
+
+
+def event_at(thread_id: str, seq: int) -> Plan[RunEvent]:
+    """Plan: the event stored at ``seq`` (``ThreadNotFoundError``/``NotFoundError`` else)."""
+    if (yield LastSeq(thread_id)) == 0:
+        raise ThreadNotFoundError(thread_id)
+    found: list[RunEvent] = yield Read(thread_id, {"after_seq": seq - 1, "limit": 1})
+    if not found or found[0].seq != seq:
+        raise NotFoundError(f"thread {thread_id!r} has no event at seq {seq}")
+    return found[0]
+
+
+def nearest_event(
+    thread_id: str, cursor: int, forward: bool, types: tuple[str, ...], match: Any
+) -> Plan[RunEvent | None]:
+    """Plan: the nearest event of ``types`` from ``cursor`` on which ``match`` holds."""
+    read = 0
+    key = "after_seq" if forward else "before_seq"
+    while read < _SCAN_BUDGET:
+        page: list[RunEvent] = yield Read(
+            thread_id, {key: cursor, "limit": _SCAN, "category": "trace", "event_type": types}
+        )
+        for event in page if forward else reversed(page):
+            if match(event):
+                return event
+        read += len(page)
+        if len(page) < _SCAN:
+            return None
+        cursor = page[-1].seq if forward else page[0].seq
+    return None
+
+
+def llm_run_id(event: RunEvent) -> str | None:
+    """The ``llm_run_id`` of a model call event (joins its start and end)."""
+    value = event.metadata.get("llm_run_id")
+    return value if isinstance(value, str) else None
+
+
+def find_call_start(thread_id: str, event: RunEvent) -> Plan[RunEvent]:
+    """Plan: the ``llm.start`` of the call ``event`` belongs to (itself, its end, or the AI
+    message it produced)."""
+    kind = event.event_type
+    if kind == MODEL_CALL:
+        return event
+    end: RunEvent | None = event if kind in _ENDS else None
+    if kind == "message.ai":
+        wanted = message_id(event)
+        end = yield from nearest_event(
+            thread_id,
+            event.seq,
+            False,
+            ("llm.end",),
+            lambda e: isinstance(e.content, dict) and e.content.get("message_id") == wanted,
+        )
+    elif end is None:
+        raise NotFoundError(f"seq {event.seq} is a {kind} event, not a model call")
+    llm = llm_run_id(end) if end is not None else None
+    start = None
+    if end is not None and llm is not None:
+        start = yield from nearest_event(
+            thread_id, end.seq, False, (MODEL_CALL,), lambda e: llm_run_id(e) == llm
+        )
+    if start is None:
+        raise NotFoundError(f"no model call is recorded for the event at seq {event.seq}")
+    return start
 
 
 def _fields(event: RunEvent) -> list[tuple[str, str]]:
@@ -242,4 +324,65 @@ def truncations_plan(
         "events": cut,
         "has_more": more,
         "next_after_seq": page[-1].seq if page else after_seq,
+    }
+
+
+def _call_point(event: RunEvent) -> dict[str, Any]:
+    md, content = event.metadata, as_dict(event.content)
+    failed = event.event_type == "llm.error"
+    latency = md.get("latency_ms")
+    return {
+        "seq": event.seq,
+        "run_id": event.run_id,
+        "llm_run_id": as_str(md.get("llm_run_id")),
+        "caller": as_str(md.get("caller")),
+        "model": as_str(md.get("model")),
+        "status": "error" if failed else "ok",
+        "latency_ms": latency if isinstance(latency, int | float) else None,
+        "message_id": as_str(content.get("message_id")),
+        **usage_of({} if failed else md),
+    }
+
+
+def calls_plan(
+    thread_id: str,
+    *,
+    before_seq: int | None = None,
+    after_seq: int | None = None,
+    run_id: str | None = None,
+    limit: int = 500,
+) -> Plan[dict[str, Any]]:
+    """Plan: a page of the thread's ended model calls, ascending by seq. Without ``after_seq``
+    the newest ``limit`` below ``before_seq`` (``next_before_seq`` walks back); with it, the
+    first ``limit`` after it (``next_after_seq`` reads on)."""
+    if before_seq is not None and after_seq is not None:
+        raise ValueError("give before_seq or after_seq, not both")
+    last = yield LastSeq(thread_id)
+    if last == 0:
+        raise ThreadNotFoundError(thread_id)
+    forward = after_seq is not None
+    cursor = after_seq if after_seq is not None else (before_seq or last + 1)
+    filters: dict[str, Any] = {"category": "trace", "event_type": list(_ENDS)}
+    if run_id is not None:
+        filters["run_id"] = run_id
+    taken: list[RunEvent] = []
+    more = True
+    while len(taken) <= limit:
+        want = min(_CALL_CHUNK, limit + 1 - len(taken))
+        key = "after_seq" if forward else "before_seq"
+        page: list[RunEvent] = yield Read(thread_id, {key: cursor, "limit": want, **filters})
+        taken.extend(page if forward else reversed(page))
+        if len(page) < want:
+            more = False
+            break
+        cursor = page[-1].seq if forward else page[0].seq
+    more = more and len(taken) > limit
+    taken = taken[:limit]
+    events = taken if forward else taken[::-1]
+    return {
+        "thread_id": thread_id,
+        "calls": [_call_point(e) for e in events],
+        "has_more": more,
+        "next_before_seq": events[0].seq if more and not forward and events else None,
+        "next_after_seq": events[-1].seq if events else after_seq,
     }

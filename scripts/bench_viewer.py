@@ -9,8 +9,10 @@ Playwright sees the first timeline item. The sizes alternate in every round, the
 flipping each round, so load from other processes hits both alike; the table gives medians.
 Then the readers behind the viewer's API routes are timed in-process on the same file, the
 same way (the newest timeline page, the per-call series, the newest run's spans, the context
-of the newest model call, a search that finds nothing (one bounded scan), the originals of the
-newest compaction): over local HTTP a ~40 ms delayed-ACK floor would hide their cost.
+of the newest model call without the walk cache ("cold", the first click on a thread) and of
+an earlier call each round with it ("warm", every click after that), a search that finds
+nothing (one bounded scan), the originals of the newest compaction): over local HTTP a ~40 ms
+delayed-ACK floor would hide their cost.
 
 Threads are written with the store's batched ``append`` in the shape ``RunJournal`` writes:
 runs of a human question, three model calls (``llm.start``/``llm.end`` with usage, the AI
@@ -37,9 +39,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from history._context import calls_plan, context_plan
+from history._context import WalkCache, context_plan
 from history._reads import run_plan
-from history._search import originals_plan, search_plan
+from history._search import calls_plan, originals_plan, search_plan
 from history._spans import spans_plan
 from history.timeline import timeline_plan
 from journal import SqliteEventStore, message_to_content
@@ -198,13 +200,18 @@ def _open(browser: Any, url: str) -> dict[str, float]:
 
 def _readers(store: SqliteEventStore, thread: str) -> dict[str, Callable[[], object]]:
     """The viewer's routes on ``thread``, as the reads they make (the plans the routes run)."""
-    call = store.read(thread, before_seq=2**62, limit=1, event_type="llm.start")[0]
+    starts = store.read(thread, before_seq=2**62, limit=100, event_type="llm.start")
+    call = starts[-1]
     marker = store.read(thread, before_seq=2**62, limit=1, event_type="middleware:summarize")[0]
+    walks = WalkCache()
+    run_plan(store, context_plan(thread, call.seq, cache=walks))  # the viewer's first click
+    earlier = iter(reversed(starts[:-1]))  # then one earlier call after another
     plans: dict[str, Callable[[], Any]] = {
         "history": lambda: timeline_plan(thread, None, 30, True),
         "calls": lambda: calls_plan(thread, limit=300),
         "spans": lambda: spans_plan(thread, call.run_id),
-        "context": lambda: context_plan(thread, call.seq),
+        "context (cold)": lambda: context_plan(thread, call.seq),
+        "context (warm)": lambda: context_plan(thread, next(earlier).seq, cache=walks),
         "search": lambda: search_plan(thread, "no such text"),
         "originals": lambda: originals_plan(thread, marker.seq),
     }

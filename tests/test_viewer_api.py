@@ -478,8 +478,8 @@ async def test_readers_answer_the_same_when_they_read_in_tiny_pages(
     normal = [await get(http, path, **params) for path, params in paths]
     for module, name in [
         (context_module, "_PAGE"),
-        (context_module, "_SCAN"),
-        (context_module, "_CALL_CHUNK"),
+        (search_module, "_SCAN"),
+        (search_module, "_CALL_CHUNK"),
         (search_module, "_CHUNK"),
         (spans_module, "_PAGE"),
     ]:
@@ -487,3 +487,46 @@ async def test_readers_answer_the_same_when_they_read_in_tiny_pages(
     tiny = [await get(http, path, **params) for path, params in paths]
     for (path, _), before, after in zip(paths, normal, tiny, strict=True):
         assert after == before, path
+
+
+async def test_cached_walks_give_the_same_contexts_in_any_order(
+    rich: RichThread, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With a checkpoint every few events, contexts asked in any order equal the uncached
+    ones; a thread deleted and written again under its id is never answered from old walks."""
+    import random
+
+    import history._context as context_module
+    from history._context import context_plan
+    from history._reads import run_plan
+    from history.server.api_viewer_models import ModelContext
+
+    monkeypatch.setattr(context_module, "CHECKPOINT_EVERY", 4)
+    monkeypatch.setattr(context_module, "_PAGE", 3)
+
+    def uncached(store: Any, thread: str, seq: int, limit: int) -> Any:
+        body = run_plan(store, context_plan(thread, seq, limit=limit))
+        return ModelContext.model_validate(body).model_dump(mode="json")
+
+    starts = [e.seq for e in rich.events("llm.start")]
+    fresh = {s: uncached(rich.store, T, s, 1000) for s in starts}
+    order = starts * 2
+    random.Random(7).shuffle(order)
+    transport = httpx.ASGITransport(app=create_app(rich.store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        for seq in order:
+            response = await client.get(f"/api/threads/{T}/context/{seq}", params={"limit": 1000})
+            assert response.json() == fresh[seq], seq
+        store = MemoryEventStore()
+        first = build_rich_thread(store, tmp_path / "a", thread_id="again")
+        transport2 = httpx.ASGITransport(app=create_app(store))
+        async with httpx.AsyncClient(transport=transport2, base_url="http://test") as other:
+            last = first.agent_starts()[-1].seq
+            before = (await other.get(f"/api/threads/again/context/{last}")).json()
+            store.delete_thread("again")
+            seed_conversation(store, "again", turns=20)
+            # a call of the new thread below the old walks' checkpoints
+            call = max(e.seq for e in store.read("again", event_type="llm.start") if e.seq <= last)
+            after = await other.get(f"/api/threads/again/context/{call}")
+            expected = uncached(store, "again", call, 200)
+            assert after.json() == expected and expected["messages"] != before["messages"]

@@ -20,9 +20,15 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 
-from history._context import calls_plan, context_plan
+from history._context import WalkCache, context_plan
 from history._reads import Plan, arun_plan
-from history._search import MAX_QUERY, originals_plan, search_plan, truncations_plan
+from history._search import (
+    MAX_QUERY,
+    calls_plan,
+    originals_plan,
+    search_plan,
+    truncations_plan,
+)
 from history._spans import NotFoundError, spans_plan
 from history.server.api import ID_PATTERN, MAX_SEQ, ThreadId
 from history.server.api_models import ErrorBody
@@ -77,6 +83,7 @@ def build_viewer_api_router(store: RunEventStore, settings: StreamSettings) -> A
     """The viewer's ``/api`` routes reading ``store`` (mount with ``prefix="/api"``)."""
     router = APIRouter(tags=["viewer"], responses=_NOT_FOUND)
     page_bytes = settings.page_bytes
+    walks = WalkCache()  # walked threads, so that the next context resumes, not restarts
 
     async def answer(plan: Plan[T]) -> T:
         try:
@@ -100,7 +107,9 @@ def build_viewer_api_router(store: RunEventStore, settings: StreamSettings) -> A
         a page at a time (``offset``, ``next_offset``)."""
         await _token_stack_ready()
         return await answer(
-            context_plan(thread_id, seq, offset=offset, limit=limit, max_bytes=page_bytes)
+            context_plan(
+                thread_id, seq, offset=offset, limit=limit, max_bytes=page_bytes, cache=walks
+            )
         )
 
     @router.get("/threads/{thread_id:any_text}/spans", response_model=RunSpans)
