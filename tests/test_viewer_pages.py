@@ -157,10 +157,29 @@ def test_rich_thread_contexts_are_what_the_model_received(page: Any, served: Ser
     originals = served.api(f"/threads/{rich.thread_id}/markers/{marker_seq}/messages")
     shown = removal.locator(".original .seq").all_inner_texts()
     assert shown == [f"#{i['seq']}" for i in originals["items"]] and len(shown) == 2
-    edited = page.locator('.drawer .ctx-msg[data-origin="summary"]')
-    assert edited.count() == 1
+    assert page.locator('.drawer .ctx-msg[data-origin="summary"]').count() == 1
+    hidden = page.locator(".drawer .ctx-msg", has=page.locator(".tag.hidden"))
+    assert hidden.locator(".ctx-text").all_inner_texts() == ["(context: the user is in Porto)"]
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "viewer-context.png"))
+    edited_call = next(
+        e.seq
+        for e in rich.agent_starts()
+        if any(
+            r["origin"] == "edited"
+            for r in served.api(f"/threads/{rich.thread_id}/context/{e.seq}")["messages"]
+        )
+    )
+    page.goto(f"{served.url}/threads/{rich.thread_id}#context-{edited_call}")
+    shown_context(page, edited_call)
+    row = page.locator('.drawer .ctx-msg[data-origin="edited"]').first
+    assert row.locator(".ctx-text").inner_text() == "[cleared]"
+    row.locator("button").click()
+    original = row.locator(".ctx-original pre")
+    original.wait_for()
+    by_seq = {e.seq: e for e in rich.events("message.tool")}
+    seq = int(row.locator("button").inner_text().rsplit("#", 1)[1])
+    assert original.inner_text() == by_seq[seq].content["data"]["content"]
     assert_inert(page)
 
 

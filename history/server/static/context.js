@@ -97,6 +97,12 @@ function messageRow(threadId, row) {
     head.append(link);
   }
   if (row.truncated) head.append(tag("truncated", "warn"));
+  const kwargs = row.message && row.message.data ? row.message.data.additional_kwargs : null;
+  if (kwargs && kwargs.hide_from_ui) {
+    const hidden = tag("hidden in the conversation", "muted hidden");
+    hidden.title = "added with hide_from_ui: the model saw it, the conversation view hides it";
+    head.append(hidden);
+  }
   item.append(head);
   if (row.origin === "unresolved") {
     item.append(el("div", "ctx-problem", "Not rebuildable: " + (row.reason || "unknown")));
