@@ -249,6 +249,15 @@ def test_viewer_works_when_the_app_is_mounted_under_a_path(
             page.wait_for_selector(".timeline > .item")
             page.wait_for_selector(".live.on")
             assert page.locator("#crumb").inner_text() == "conv"
+            # the views that load their own modules and routes work there too
+            page.locator(".item.ai .ctx-btn").last.click()  # hand-built: no recorded call
+            notice = page.locator(".drawer .notice.error")
+            notice.wait_for()
+            assert "no model call is recorded" in notice.inner_text()
+            page.locator(".drawer .close").click()
+            page.locator(".item.ai .run-btn").last.click()
+            page.wait_for_selector(".wf-row.model")
+            assert page.url.startswith(url + "/journal/threads/conv#run-")
     finally:
         context.close()
 
