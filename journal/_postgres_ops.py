@@ -15,11 +15,12 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from journal import _postgres_schema as sql
+from journal._batch import encoded_texts, records_in_order
+from journal._query import ReadQuery
 from journal.encoding import loads
 from journal.errors import SchemaVersionError
-from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary, construct
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, construct
 from journal.events import status_from_lifecycle as _status
-from journal.store import encoded_texts
 
 __all__ = [
     "BEGIN",
@@ -105,7 +106,7 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
         [(last,)] = yield sql.APPEND_THREAD, thread_params(thread_id, batch, texts)
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = construct(RunEvent, {**event.__dict__, "seq": seq})
-    return results(events, known)
+    return records_in_order(events, known)
 
 
 def thread_params(
@@ -127,46 +128,29 @@ def thread_params(
     }
 
 
-def results(events: Sequence[NewEvent], known: Mapping[str, RunEvent]) -> list[RunEvent]:
-    """The records in input order; an id repeated in the batch gets its own copy."""
-    result: list[RunEvent] = []
-    seen: set[str] = set()
-    for event in events:
-        record = known[event.event_id]  # new records are built from private prepared copies
-        result.append(record.model_copy(deep=True) if event.event_id in seen else record)
-        seen.add(event.event_id)
-    return result
-
-
-def read_op(
-    thread_id: str,
-    after_seq: int | None,
-    before_seq: int | None,
-    limit: int | None,
-    flt: EventFilter,
-) -> Op[list[RunEvent]]:
-    """Events of a thread within the cursors and filters, ascending (see the contract)."""
-    where, params = where_clause(thread_id, flt)
-    if after_seq is not None:
-        where += " AND seq > %s"
-        params.append(after_seq)
-    if before_seq is not None:
-        where += " AND seq < %s"
-        params.append(before_seq)
-    newest_first = before_seq is not None and limit is not None
-    query = (
+def read_op(query: ReadQuery) -> Op[list[RunEvent]]:
+    """The events ``query`` selects, ascending (see the contract)."""
+    where, params = where_clause(query)
+    statement = (
         f"SELECT {sql.EVENT_COLUMNS} FROM runjournal_events WHERE {where} "
-        f"ORDER BY seq {'DESC' if newest_first else 'ASC'} LIMIT %s"
+        f"ORDER BY seq {'DESC' if query.newest_first else 'ASC'} LIMIT %s"
     )
-    rows = yield query, [*params, limit]
+    rows = yield statement, [*params, query.limit]
     events = [to_event(row) for row in rows]
-    return events[::-1] if newest_first else events
+    return events[::-1] if query.newest_first else events
 
 
-def where_clause(thread_id: str, flt: EventFilter) -> tuple[str, list[Any]]:
-    """A WHERE clause for ``thread_id`` and ``flt`` (fixed column names, bound values)."""
+def where_clause(query: ReadQuery) -> tuple[str, list[Any]]:
+    """A WHERE clause for ``query``'s thread, cursors and filter (fixed columns, bound values)."""
     where = "thread_id = %s"
-    params: list[Any] = [thread_id]
+    params: list[Any] = [query.thread_id]
+    if query.after_seq is not None:
+        where += " AND seq > %s"
+        params.append(query.after_seq)
+    if query.before_seq is not None:
+        where += " AND seq < %s"
+        params.append(query.before_seq)
+    flt = query.filter
     for column, values in (
         ("category", flt.category),
         ("event_type", flt.event_type),
@@ -184,9 +168,9 @@ def last_seq_op(thread_id: str) -> Op[int]:
     return int(rows[0][0]) if rows else 0
 
 
-def count_op(thread_id: str, flt: EventFilter) -> Op[int]:
-    """How many events of ``thread_id`` pass ``flt``."""
-    where, params = where_clause(thread_id, flt)
+def count_op(query: ReadQuery) -> Op[int]:
+    """How many events of ``query``'s thread pass its filter."""
+    where, params = where_clause(query)
     [(count,)] = yield f"SELECT count(*) FROM runjournal_events WHERE {where}", params
     return int(count)
 

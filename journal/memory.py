@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Mapping, Sequence
 
 from journal.events import (
-    EventFilter,
     NewEvent,
     RunEvent,
     RunSummary,
     ThreadSummary,
     status_from_lifecycle,
 )
-from journal.store import RunEventStore
+from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["MemoryEventStore"]
@@ -55,34 +53,19 @@ class MemoryEventStore(RunEventStore):
                 self._by_id[record.event_id] = record
             return [r.model_copy(deep=True) for r in result]
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
         with self._lock:
-            events = self._threads.get(thread_id, [])
-            start = 0 if after_seq is None else bisect.bisect_right(events, after_seq, key=_seq)
-            stop = (
-                len(events)
-                if before_seq is None
-                else bisect.bisect_left(events, before_seq, key=_seq)
-            )
-            window = [e for e in events[start:stop] if flt.matches(e)]
-            if limit is not None:
-                window = window[-limit:] if before_seq is not None else window[:limit]
+            events = self._threads.get(query.thread_id, [])
+            window = query.window(events, _seq, query.filter.matches)
             return [e.model_copy(deep=True) for e in window]
 
     def _last_seq(self, thread_id: str) -> int:
         with self._lock:
             return len(self._threads.get(thread_id, ()))
 
-    def _count(self, thread_id: str, flt: EventFilter) -> int:
+    def _count(self, query: ReadQuery) -> int:
         with self._lock:
-            return sum(1 for e in self._threads.get(thread_id, ()) if flt.matches(e))
+            return sum(1 for e in self._threads.get(query.thread_id, ()) if query.filter.matches(e))
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         with self._lock:

@@ -30,82 +30,30 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ParamSpec, Self, TypeVar
 
-from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
+from journal._batch import EventLike, PreparedBatch, encoded_texts, prepare_batch
+from journal._query import FilterValue, ReadQuery, adapt_legacy_hook, check_cursor
 from journal.errors import StoreClosedError
 from journal.events import (
-    EventFilter,
     NewEvent,
     RunEvent,
     RunSummary,
     ThreadSummary,
-    prepare_mapping,
-    valid_unicode,
     validate_id,
 )
-from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP, fit_content, fit_metadata
+from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP
 
-__all__ = ["EventLike", "FilterValue", "PreparedBatch", "RunEventStore", "encoded_texts"]
-
-EventLike = NewEvent | Mapping[str, Any]
-FilterValue = str | Iterable[str] | None
+__all__ = [
+    "EventLike",
+    "FilterValue",
+    "PreparedBatch",
+    "ReadQuery",
+    "RunEventStore",
+    "encoded_texts",
+]
 
 _DEFAULT_PAGE = 1000
-#: Seqs are 64-bit (PostgreSQL bigint, SQLite INTEGER): larger cursors read like this one.
-_MAX_CURSOR = 2**63 - 1
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class PreparedBatch(list[NewEvent]):
-    """The events :meth:`RunEventStore.prepare` validated, with ``texts``: the canonical JSON
-    of each one's content and metadata, in the same order (encoded once, for every use)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[tuple[str, str]] = []
-
-
-def encoded_texts(events: Sequence[NewEvent]) -> list[tuple[str, str]]:
-    """The canonical JSON of each event's content and metadata: a prepared batch's own texts,
-    else encoded now (a backend called with events that did not go through ``prepare``)."""
-    texts = getattr(events, "texts", None)
-    if isinstance(texts, list) and len(texts) == len(events):
-        return texts
-    return [(dumps_plain(e.content), dumps_plain(e.metadata)) for e in events]
-
-
-def _text(value: Any, kind: int) -> str:
-    if kind == NOT_PLAIN:
-        kind = plain_kind(value)
-        if kind == NOT_PLAIN:  # assigned after validation: the rules first
-            return dumps_plain(value)
-    return encode_plain(value, kind)
-
-
-def _filter_set(name: str, value: FilterValue) -> frozenset[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return frozenset({value})
-    try:
-        items = frozenset(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a string, a collection of strings, or None") from None
-    if not all(isinstance(v, str) for v in items):
-        raise TypeError(f"{name} must contain only strings")
-    if not all(valid_unicode(v) for v in items):
-        raise ValueError(f"{name} must contain valid Unicode (a value has a lone surrogate)")
-    return items
-
-
-def _check_cursor(name: str, value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return min(value, _MAX_CURSOR)
 
 
 class RunEventStore(ABC):
@@ -114,8 +62,18 @@ class RunEventStore(ABC):
     Subclasses implement the underscore hooks; the public methods validate input, apply the
     content caps and the metadata cap (``metadata_cap`` bytes; an ``llm.start`` ``context``
     record is never cut, see :mod:`journal.truncation`) and enforce the contract in the module
-    docstring.
+    docstring. Reads reach the hooks as a validated :class:`ReadQuery` (``_read(query)``,
+    ``_aread(query)``, ``_count(query)``); a backend whose hooks still take the query's fields
+    one by one (``_read(thread_id, after_seq, before_seq, limit, flt)``, ``_count(thread_id,
+    flt)``) is adapted when its class is created.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("_read", "_aread", "_count"):
+            adapted = adapt_legacy_hook(name, cls.__dict__.get(name))
+            if adapted is not None:
+                setattr(cls, name, adapted)
 
     def __init__(
         self,
@@ -148,48 +106,7 @@ class RunEventStore(ABC):
         that needs no change is passed on as is, not copied: backends must not mutate
         prepared events, and must copy what they keep.
         """
-        if isinstance(events, NewEvent | Mapping):
-            raise TypeError("append takes a sequence of events; wrap a single event in a list")
-        prepared = PreparedBatch()
-        for index, raw in enumerate(events):
-            if isinstance(raw, NewEvent):
-                if type(raw) is not NewEvent:  # a RunEvent (e.g. copied): drop its seq
-                    event = NewEvent(**raw.model_dump(exclude={"seq"}))
-                else:  # read-only from here: backends copy what they keep, caps copy below
-                    event = raw
-                content_kind, metadata_kind = plain_kind(event.content), NOT_PLAIN
-            elif isinstance(raw, Mapping):
-                try:
-                    event, content_kind, metadata_kind = prepare_mapping(raw)
-                except ValueError as e:
-                    raise ValueError(f"event {index} of the batch is invalid: {e}") from e
-            else:
-                raise TypeError(
-                    f"event {index} of the batch is a {type(raw).__name__}; "
-                    "expected a NewEvent or a mapping"
-                )
-            content = _text(event.content, content_kind)
-            cap = self.content_caps[event.category]
-            original = None
-            if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
-                shrunk, original = fit_content(event.content, cap)
-                content = _text(shrunk, NOT_PLAIN)
-            metadata_text = _text(event.metadata, metadata_kind)
-            metadata = event.metadata
-            limit = self.metadata_cap
-            if len(metadata_text) > limit // 4 and len(metadata_text.encode("utf-8")) > limit:
-                metadata = fit_metadata(event.event_type, metadata, limit)
-            if original is not None:
-                metadata = {**metadata, "truncated": True, "original_bytes": original}
-            if original is not None or metadata is not event.metadata:
-                update: dict[str, Any] = {"metadata": metadata}
-                if original is not None:
-                    update["content"] = shrunk
-                event = event.model_copy(update=update)
-                metadata_text = _text(metadata, NOT_PLAIN)
-            prepared.append(event)
-            prepared.texts.append((content, metadata_text))
-        return prepared
+        return prepare_batch(events, self.content_caps, self.metadata_cap)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -222,13 +139,8 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> list[RunEvent]:
         """Events of ``thread_id`` ascending by seq, within the cursors, filters and limit."""
-        args = self._read_args(
-            thread_id, after_seq, before_seq, limit, category, event_type, run_id
-        )
-        self._check_open()
-        if args[4].matches_nothing or args[3] == 0:
-            return []
-        return self._read(*args)
+        query = self._query(thread_id, after_seq, before_seq, limit, category, event_type, run_id)
+        return [] if query is None else self._read(query)
 
     def iter_events(
         self,
@@ -273,17 +185,16 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> int:
         """How many events of ``thread_id`` match the filters."""
-        validate_id(thread_id, "thread_id")
-        flt = self._make_filter(category, event_type, run_id)
+        query = ReadQuery.of(thread_id, category=category, event_type=event_type, run_id=run_id)
         self._check_open()
-        if flt.matches_nothing:
+        if query.matches_nothing:
             return 0
-        return self._count(thread_id, flt)
+        return self._count(query)
 
     def list_threads(self, *, limit: int | None = None, offset: int = 0) -> list[ThreadSummary]:
         """Threads with at least one event, most recently active first."""
-        offset = _check_cursor("offset", offset) or 0
-        limit = _check_cursor("limit", limit)
+        offset = check_cursor("offset", offset) or 0
+        limit = check_cursor("limit", limit)
         self._check_open()
         return self._list_threads(limit, offset)
 
@@ -338,13 +249,8 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> list[RunEvent]:
         """Async :meth:`read`."""
-        args = self._read_args(
-            thread_id, after_seq, before_seq, limit, category, event_type, run_id
-        )
-        self._check_open()
-        if args[4].matches_nothing or args[3] == 0:
-            return []
-        return await self._aread(*args)
+        query = self._query(thread_id, after_seq, before_seq, limit, category, event_type, run_id)
+        return [] if query is None else await self._aread(query)
 
     async def aiter_events(
         self,
@@ -412,17 +318,7 @@ class RunEventStore(ABC):
 
     # -- helpers -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _make_filter(
-        category: FilterValue, event_type: FilterValue, run_id: FilterValue
-    ) -> EventFilter:
-        return EventFilter(
-            category=_filter_set("category", category),
-            event_type=_filter_set("event_type", event_type),
-            run_id=_filter_set("run_id", run_id),
-        )
-
-    def _read_args(
+    def _query(
         self,
         thread_id: str,
         after_seq: int | None,
@@ -431,15 +327,19 @@ class RunEventStore(ABC):
         category: FilterValue,
         event_type: FilterValue,
         run_id: FilterValue,
-    ) -> tuple[str, int | None, int | None, int | None, EventFilter]:
-        validate_id(thread_id, "thread_id")
-        return (
+    ) -> ReadQuery | None:
+        """The validated query of a read; ``None`` when it can match nothing."""
+        query = ReadQuery.of(
             thread_id,
-            _check_cursor("after_seq", after_seq),
-            _check_cursor("before_seq", before_seq),
-            _check_cursor("limit", limit),
-            self._make_filter(category, event_type, run_id),
+            after_seq=after_seq,
+            before_seq=before_seq,
+            limit=limit,
+            category=category,
+            event_type=event_type,
+            run_id=run_id,
         )
+        self._check_open()
+        return None if query.matches_nothing else query
 
     @staticmethod
     async def _in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -454,21 +354,15 @@ class RunEventStore(ABC):
         """Write validated events in one transaction (see the contract)."""
 
     @abstractmethod
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        """Read with validated cursors; ``flt`` never matches nothing; ``limit`` is never 0."""
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        """The events ``query`` selects (see :class:`ReadQuery`); never ``matches_nothing``."""
 
     @abstractmethod
     def _last_seq(self, thread_id: str) -> int: ...
 
     @abstractmethod
-    def _count(self, thread_id: str, flt: EventFilter) -> int: ...
+    def _count(self, query: ReadQuery) -> int:
+        """How many events of ``query.thread_id`` pass ``query.filter`` (cursors unset)."""
 
     @abstractmethod
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]: ...
@@ -485,12 +379,5 @@ class RunEventStore(ABC):
     async def _aappend(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return await self._in_thread(self._append, events)
 
-    async def _aread(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        return await self._in_thread(self._read, thread_id, after_seq, before_seq, limit, flt)
+    async def _aread(self, query: ReadQuery) -> list[RunEvent]:
+        return await self._in_thread(self._read, query)

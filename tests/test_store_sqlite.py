@@ -239,16 +239,12 @@ def _plan(db_path: Path, query: str, params: list[Any]) -> str:
 )
 def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], index: str) -> None:
     """The read query of a page searches a thread index instead of scanning the table."""
-    from journal.events import EventFilter
     from journal.sqlite import _where
+    from journal.store import ReadQuery
 
     with SqliteEventStore(db_path) as store:
         store.append(many(100))
-    flt = RunEventStore._make_filter(
-        read_kwargs.get("category"), read_kwargs.get("event_type"), read_kwargs.get("run_id")
-    )
-    assert isinstance(flt, EventFilter)
-    where, params = _where("t1", read_kwargs.get("after_seq"), read_kwargs.get("before_seq"), flt)
+    where, params = _where(ReadQuery.of("t1", **read_kwargs))
     plan = _plan(db_path, "SELECT * FROM events" + where + " ORDER BY seq DESC LIMIT 10", params)
     assert "SEARCH events USING INDEX " + index in plan
     assert "SCAN events" not in plan

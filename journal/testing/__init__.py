@@ -22,6 +22,25 @@ processes can share.
 Tests added to the contract later exercise only the public ``RunEventStore`` API, and methods
 added to that API later come with a default implementation on the base class, so a third-party
 backend that passed keeps passing.
+
+The hooks a backend implements (the public methods validate their arguments first, so a hook
+only ever sees valid input; ``journal.memory`` is a complete example in ~150 lines)::
+
+    _append(events: Sequence[NewEvent]) -> list[RunEvent]    # one all-or-nothing batch
+    _read(query: ReadQuery) -> list[RunEvent]                # query.window() applies the rule
+    _count(query: ReadQuery) -> int                          # thread_id and filter only
+    _last_seq(thread_id: str) -> int
+    _list_threads(limit: int | None, offset: int) -> list[ThreadSummary]
+    _list_runs(thread_id: str) -> list[RunSummary]
+    _delete_thread(thread_id: str) -> int
+    _close() -> None
+
+``ReadQuery`` (``journal.store.ReadQuery``) is frozen: ``thread_id``, ``after_seq``,
+``before_seq``, ``limit`` and ``filter`` (an ``EventFilter``), plus ``newest_first`` and
+``window(items, seq, keep)``. Hooks written in the form they had before it (``_read(thread_id,
+after_seq, before_seq, limit, flt)``, ``_aread`` alike, ``_count(thread_id, flt)``) are still
+called that way: the base class adapts them when the backend's class is created. Optional
+async hooks (``_aappend``, ``_aread``) default to the sync ones in a worker thread.
 """
 
 from __future__ import annotations
