@@ -12,9 +12,16 @@ from typing import Any
 
 from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
 from journal.events import NewEvent, RunEvent, prepare_mapping
-from journal.truncation import fit_content, fit_metadata
+from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content, fit_metadata
 
-__all__ = ["EventLike", "PreparedBatch", "encoded_texts", "prepare_batch", "records_in_order"]
+__all__ = [
+    "EventLike",
+    "PreparedBatch",
+    "checked_caps",
+    "encoded_texts",
+    "prepare_batch",
+    "records_in_order",
+]
 
 EventLike = NewEvent | Mapping[str, Any]
 
@@ -35,6 +42,22 @@ def encoded_texts(events: Sequence[NewEvent]) -> list[tuple[str, str]]:
     if isinstance(texts, list) and len(texts) == len(events):
         return texts
     return [(dumps_plain(e.content), dumps_plain(e.metadata)) for e in events]
+
+
+def checked_caps(
+    content_caps: Mapping[str, int] | None, metadata_cap: int
+) -> tuple[Mapping[str, int], int]:
+    """Every category's content cap (the defaults, overridden) and the metadata cap, checked."""
+    if isinstance(metadata_cap, bool) or not isinstance(metadata_cap, int) or metadata_cap < 64:
+        raise ValueError("metadata_cap must be an int >= 64 (bytes)")
+    caps = dict(DEFAULT_CONTENT_CAPS)
+    for category, cap in (content_caps or {}).items():
+        if category not in caps:
+            raise ValueError(f"content_caps has unknown category {category!r}")
+        if not isinstance(cap, int) or cap < 64:
+            raise ValueError(f"content_caps[{category!r}] must be an int >= 64")
+        caps[category] = cap
+    return caps, metadata_cap
 
 
 def _text(value: Any, kind: int) -> str:
@@ -70,7 +93,8 @@ def prepare_batch(
                 "expected a NewEvent or a mapping"
             )
         content = _text(event.content, content_kind)
-        cap = content_caps[event.category]
+        # an llm.end may carry the call's output message: capped like messages, not traces
+        cap = content_caps["message" if event.event_type == "llm.end" else event.category]
         original = None
         if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
             shrunk, original = fit_content(event.content, cap)

@@ -16,11 +16,12 @@ from typing import Any, Final, TypeVar
 
 from journal import _postgres_schema as sql
 from journal._batch import encoded_texts, records_in_order
+from journal._postgres_runs import RUN_SELECT, USAGE_SELECT, run_from_row, runs_params, usage_counts
 from journal._query import ReadQuery
+from journal._runs import TOTAL, Projection, project, thread_usage
 from journal.encoding import loads
 from journal.errors import SchemaVersionError
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, construct
-from journal.events import status_from_lifecycle as _status
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage, construct
 
 __all__ = [
     "BEGIN",
@@ -29,13 +30,16 @@ __all__ = [
     "Row",
     "append_attempts",
     "append_op",
+    "backfill_runs_op",
     "count_op",
     "delete_thread_op",
+    "get_run_op",
     "last_seq_op",
-    "list_runs_op",
+    "list_runs_page_op",
     "list_threads_op",
     "migrate_op",
     "read_op",
+    "read_usage_op",
 ]
 
 T = TypeVar("T")
@@ -45,6 +49,7 @@ Query = tuple[str, Sequence[Any] | Mapping[str, Any] | None]
 Op = Generator[Query, list[Row], T]
 #: Yielded first by an operation that must run in one transaction.
 BEGIN: Final[Query] = ("BEGIN", None)
+_BACKFILL_PAGE: Final = 1000
 
 
 # -- row mapping (shared by sync and async) --------------------------------------------------
@@ -103,7 +108,9 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
         }
     for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
         batch = by_thread[thread_id]
-        [(last,)] = yield sql.APPEND_THREAD, thread_params(thread_id, batch, texts)
+        params = thread_params(thread_id, batch, texts)
+        params.update(runs_params(thread_id, project(enumerate(batch, start=1))))
+        [(last,)] = yield sql.APPEND_THREAD, params
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = construct(RunEvent, {**event.__dict__, "seq": seq})
     return records_in_order(events, known)
@@ -142,14 +149,9 @@ def read_op(query: ReadQuery) -> Op[list[RunEvent]]:
 
 def where_clause(query: ReadQuery) -> tuple[str, list[Any]]:
     """A WHERE clause for ``query``'s thread, cursors and filter (fixed columns, bound values)."""
-    where = "thread_id = %s"
-    params: list[Any] = [query.thread_id]
-    if query.after_seq is not None:
-        where += " AND seq > %s"
-        params.append(query.after_seq)
-    if query.before_seq is not None:
-        where += " AND seq < %s"
-        params.append(query.before_seq)
+    cursors, cursor_params = query.cursor_conditions("seq", "%s")
+    where = " AND ".join(["thread_id = %s", *cursors])
+    params: list[Any] = [query.thread_id, *cursor_params]
     flt = query.filter
     for column, values in (
         ("category", flt.category),
@@ -191,22 +193,35 @@ def list_threads_op(limit: int | None, offset: int) -> Op[list[ThreadSummary]]:
     ]
 
 
-def list_runs_op(thread_id: str) -> Op[list[RunSummary]]:
-    """Run summaries of ``thread_id`` in order of their first event."""
-    rows = yield sql.LIST_RUNS, (thread_id,)
-    return [
-        RunSummary(
-            run_id=run_id,
-            thread_id=thread_id,
-            first_seq=first_seq,
-            last_seq=last_seq,
-            event_count=count,
-            started_at=started.astimezone(UTC),
-            last_event_at=last.astimezone(UTC),
-            status=_status(lifecycle),
-        )
-        for run_id, first_seq, last_seq, count, started, last, lifecycle in rows
-    ]
+def list_runs_page_op(query: ReadQuery) -> Op[list[RunSummary]]:
+    """The runs ``query`` selects by ``first_seq``: one range of the page index."""
+    cursors, params = query.cursor_conditions("first_seq", "%s")
+    where = " AND ".join(["thread_id = %s", *cursors])
+    order = "DESC" if query.newest_first else "ASC"
+    statement = f"{RUN_SELECT} WHERE {where} ORDER BY first_seq {order} LIMIT %s"
+    rows = yield statement, [query.thread_id, *params, query.limit]
+    runs = [run_from_row(row).summary() for row in rows]
+    return runs[::-1] if query.newest_first else runs
+
+
+def get_run_op(run_id: str, thread_id: str | None) -> Op[RunSummary | None]:
+    """The run ``run_id`` (of ``thread_id``), the first started of them if several."""
+    where, params = "run_id = %s", [run_id]
+    if thread_id is not None:
+        where += " AND thread_id = %s"
+        params.append(thread_id)
+    rows = yield (
+        f'{RUN_SELECT} WHERE {where} ORDER BY started_at, thread_id COLLATE "C" LIMIT 1',
+        params,
+    )
+    return run_from_row(rows[0]).summary() if rows else None
+
+
+def read_usage_op(thread_id: str) -> Op[ThreadUsage]:
+    """The usage buckets of ``thread_id`` (the total one holds its run count)."""
+    rows = yield USAGE_SELECT, (thread_id,)
+    runs = next((int(row[-1]) for row in rows if (row[0], row[1]) == TOTAL), 0)
+    return thread_usage(thread_id, [usage_counts(row) for row in rows], runs)
 
 
 def delete_thread_op(thread_id: str) -> Op[int]:
@@ -229,4 +244,21 @@ def migrate_op() -> Op[int]:
     for index in range(version, sql.SCHEMA_VERSION):
         yield sql.MIGRATIONS[index], None
         yield sql.INSERT_VERSION, (index + 1,)
+    if version < sql.RUNS_SINCE:
+        yield from backfill_runs_op()
     return sql.SCHEMA_VERSION - int(version)
+
+
+def backfill_runs_op() -> Op[None]:
+    """Fill the (empty) runs and usage tables from every stored event, thread by thread."""
+    threads = yield "SELECT thread_id FROM runjournal_thread_heads", None
+    for (thread_id,) in threads:
+        projection, after = Projection(), 0
+        while rows := (yield sql.EVENTS_AFTER, (thread_id, after, _BACKFILL_PAGE)):
+            for row in rows:
+                event = to_event(row)
+                projection.add(event.seq, event)
+            after = rows[-1][1]
+        params = {"thread_id": thread_id, "new_runs": len(projection.runs)}
+        params.update(runs_params(thread_id, projection))
+        yield sql.BACKFILL_RUNS, params

@@ -89,7 +89,6 @@ class ReadQuery:
     def of(
         cls,
         thread_id: str,
-        *,
         after_seq: int | None = None,
         before_seq: int | None = None,
         limit: int | None = None,
@@ -116,6 +115,18 @@ class ReadQuery:
     def newest_first(self) -> bool:
         """Whether the page is the last ``limit`` items below ``before_seq`` (read backwards)."""
         return self.before_seq is not None and self.limit is not None
+
+    def cursor_conditions(self, column: str, mark: str) -> tuple[list[str], list[int]]:
+        """The SQL conditions of the cursors on ``column`` and their parameters (``mark`` is
+        the driver's placeholder: ``?`` or ``%s``)."""
+        conditions, params = [], []
+        if self.after_seq is not None:
+            conditions.append(f"{column} > {mark}")
+            params.append(self.after_seq)
+        if self.before_seq is not None:
+            conditions.append(f"{column} < {mark}")
+            params.append(self.before_seq)
+        return conditions, params
 
     def window(
         self,

@@ -1,8 +1,9 @@
-"""The SQLite append transaction, and how stored rows become ``RunEvent`` records.
+"""The SQLite append transaction.
 
 :func:`append_events` is the whole of an append on one connection: one ``BEGIN IMMEDIATE``
-transaction that numbers each thread's new events after its head row, inserts them and moves
-the head (see :mod:`journal._sqlite_schema` for the triggers that check it).
+transaction that numbers each thread's new events after its head row, merges the batch into
+the runs and usage the store keeps (:mod:`journal._sqlite_runs`), inserts the events and
+moves the head (see :mod:`journal._sqlite_schema` for the triggers that check it).
 """
 
 from __future__ import annotations
@@ -10,52 +11,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
+from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._batch import encoded_texts, records_in_order
+from journal._runs import project
 from journal._sqlite_conn import transaction
-from journal.encoding import loads
-from journal.events import NewEvent, RunEvent, construct
+from journal._sqlite_rows import record, row_to_event, to_micros
+from journal.events import NewEvent, RunEvent
 
-__all__ = ["append_events", "from_micros", "row_to_event", "to_micros"]
+__all__ = ["append_events", "by_event_ids"]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND: Final = timedelta(microseconds=1)
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
-
-
-def to_micros(value: datetime) -> int:
-    """``value`` as integer microseconds since the Unix epoch (how ``created_at`` is stored)."""
-    return (value - _EPOCH) // _MICROSECOND
-
-
-def from_micros(value: int) -> datetime:
-    """The aware UTC datetime of stored microseconds (exact round trip of :func:`to_micros`)."""
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def _record(values: dict[str, Any]) -> RunEvent:
-    """A ``RunEvent`` from a stored row's values (validated on the way in): not re-validated."""
-    return construct(RunEvent, values)
-
-
-def row_to_event(row: Sequence[Any]) -> RunEvent:
-    """The record of a row of ``SELECT_EVENTS_SQL`` (a new object)."""
-    return _record(
-        {
-            "event_id": row[0],
-            "thread_id": row[1],
-            "run_id": row[3],
-            "category": row[4],
-            "event_type": row[5],
-            "content": loads(row[6]),
-            "metadata": loads(row[7]),
-            "created_at": from_micros(row[8]),
-            "seq": row[2],
-        }
-    )
 
 
 class _Encoded(NamedTuple):
@@ -73,13 +41,12 @@ class _ThreadBatch:
 
     base: int
     items: list[_Encoded] = field(default_factory=list)
-    run_ids: dict[str, None] = field(default_factory=dict)  # in order of first appearance
     new_runs: int = 0  # runs the thread did not have before this batch
 
-    def add(self, item: _Encoded) -> None:
-        """Take ``item`` as the thread's next event."""
-        self.items.append(item)
-        self.run_ids.setdefault(item.event.run_id, None)
+    def numbered(self) -> Iterator[tuple[int, NewEvent]]:
+        """``(seq, event)`` of each new event, in seq order."""
+        for seq, item in enumerate(self.items, start=self.base + 1):
+            yield seq, item.event
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """The ``INSERT_EVENT_SQL`` parameters of each event, in seq order."""
@@ -94,11 +61,10 @@ class _ThreadBatch:
 
     def records(self) -> Iterator[tuple[str, RunEvent]]:
         """``(event_id, record)`` of each new event (sharing the input's content objects)."""
-        for seq, item in enumerate(self.items, start=self.base + 1):
-            e = item.event
+        for seq, e in self.numbered():
             yield (
                 e.event_id,
-                _record(
+                record(
                     {
                         "event_id": e.event_id,
                         "thread_id": e.thread_id,
@@ -131,7 +97,7 @@ def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[
 def _write(
     conn: sqlite3.Connection, encoded: Sequence[_Encoded], *, look_up: bool
 ) -> list[RunEvent]:
-    """One transaction: insert the new events after each thread's head, then move it."""
+    """One transaction: keep the runs, insert the new events after each head, move it."""
     with transaction(conn):
         known: dict[str, RunEvent] = {}
         if look_up:
@@ -146,16 +112,13 @@ def _write(
             if thread not in batches:
                 row = conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone()
                 batches[thread] = _ThreadBatch(base=row[0] if row else 0)
-            batches[thread].add(item)
-        for thread, batch in batches.items():
-            batch.new_runs = sum(
-                conn.execute(sql.RUN_KNOWN_SQL, (thread, run_id)).fetchone() is None
-                for run_id in batch.run_ids
-            )
+            batches[thread].items.append(item)
+        new_runs = runs.keep(conn, project(p for b in batches.values() for p in b.numbered()))
         conn.executemany(
             sql.INSERT_EVENT_SQL, [row for batch in batches.values() for row in batch.rows()]
         )
         for thread, batch in batches.items():  # the head follows the events it counts
+            batch.new_runs = new_runs[thread]
             conn.execute(sql.BUMP_HEAD_SQL, batch.head_params(thread))
     for batch in batches.values():
         known.update(batch.records())

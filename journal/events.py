@@ -7,7 +7,7 @@ per-thread ``seq`` the store assigned at commit). Validation errors are ``ValueE
 This is the public home of the event vocabulary; two parts live in private modules and are
 re-exported here: the id rules (:mod:`journal._ids`: ``validate_id``, ``new_event_id``,
 ``journal_thread_id``…) and what stores report (:mod:`journal._summaries`: ``ThreadSummary``,
-``RunSummary``).
+``RunSummary``, ``ThreadUsage``, ``UsageTotals``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from journal._ids import (
     valid_unicode,
     validate_id,
 )
-from journal._summaries import RunSummary, ThreadSummary, status_from_lifecycle
+from journal._summaries import (
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+    UsageTotals,
+    status_from_lifecycle,
+)
 from journal.catalog import TAG_RE
 from journal.encoding import NOT_PLAIN, PLAIN, Plain, plain_kind, to_jsonable
 
@@ -45,6 +51,8 @@ __all__ = [
     "RunEvent",
     "RunSummary",
     "ThreadSummary",
+    "ThreadUsage",
+    "UsageTotals",
     "journal_thread_id",
     "new_event_id",
     "status_from_lifecycle",

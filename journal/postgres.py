@@ -20,6 +20,10 @@ Guarantees beyond the contract in :mod:`journal.store`:
 * **History no role rewrites.** Only whole threads are deleted, through a ``SECURITY
   DEFINER`` function; single events and thread heads are protected by triggers against any
   role (see :mod:`journal._postgres_schema`).
+* **Runs and usage in the append's statement.** The statement that bumps a thread's head
+  and inserts its events also merges the batch into the thread's runs and usage rows
+  (:mod:`journal._postgres_runs`): a single-thread append stays one round trip, and pages
+  of runs, lookups by run id and a thread's usage read a few indexed rows.
 * **Fails fast.** ``connect_timeout`` bounds connecting and waiting for a pooled connection,
   ``statement_timeout`` any one statement; a down server raises ``StoreUnavailableError``
   (with the driver's reason, e.g. refused or unknown database) instead of hanging. psycopg
@@ -57,15 +61,17 @@ from journal._postgres_ops import (
     append_attempts,
     count_op,
     delete_thread_op,
+    get_run_op,
     last_seq_op,
-    list_runs_op,
+    list_runs_page_op,
     list_threads_op,
     migrate_op,
     read_op,
+    read_usage_op,
 )
 from journal._postgres_pools import PostgresConnections
 from journal._postgres_setup import check_schema_op
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
 from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
@@ -175,8 +181,14 @@ class PostgresEventStore(RunEventStore):
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         return self._db.run(partial(list_threads_op, limit, offset))
 
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        return self._db.run(partial(list_runs_op, thread_id))
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
+        return self._db.run(partial(list_runs_page_op, query))
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        return self._db.run(partial(get_run_op, run_id, thread_id))
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        return self._db.run(partial(read_usage_op, thread_id))
 
     def _delete_thread(self, thread_id: str) -> int:
         count = self._db.run(partial(delete_thread_op, thread_id))

@@ -13,7 +13,9 @@ Guarantees on top of the ``RunEventStore`` contract:
   next seq with a new ``event_id`` (``INSERT OR REPLACE`` / ``REPLACE INTO`` included), and
   any change of ``thread_heads`` that would break seqs, whoever connects to the file.
 * **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
-  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor.
+  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor; a page
+  of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
+  ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
@@ -34,18 +36,14 @@ from typing import Any, Final, TypeVar
 
 from sqlite_utils import Database
 
+from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
-from journal._sqlite_write import append_events, from_micros, row_to_event
+from journal._sqlite_rows import from_micros, row_to_event
+from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
-from journal.events import (
-    NewEvent,
-    RunEvent,
-    RunSummary,
-    ThreadSummary,
-    status_from_lifecycle,
-)
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
 from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
@@ -61,14 +59,9 @@ _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
 
 
 def _where(query: ReadQuery) -> tuple[str, list[Any]]:
-    clauses = ["thread_id = ?"]
-    params: list[Any] = [query.thread_id]
-    if query.after_seq is not None:
-        clauses.append("seq > ?")
-        params.append(query.after_seq)
-    if query.before_seq is not None:
-        clauses.append("seq < ?")
-        params.append(query.before_seq)
+    cursors, cursor_params = query.cursor_conditions("seq", "?")
+    clauses = ["thread_id = ?", *cursors]
+    params: list[Any] = [query.thread_id, *cursor_params]
     for column in _FILTER_COLUMNS:
         values: frozenset[str] | None = getattr(query.filter, column)
         if values is not None:
@@ -118,7 +111,10 @@ class SqliteEventStore(RunEventStore):
         self.synchronous = synchronous.upper()
         self._retry_deadline = retry_deadline
         self._pool = ConnectionPool(
-            self.path, busy_timeout_s=busy_timeout, synchronous=self.synchronous
+            self.path,
+            busy_timeout_s=busy_timeout,
+            synchronous=self.synchronous,
+            prepare=runs.prepare_connection,
         )
         try:
             self._run("open the store", self._setup)
@@ -160,6 +156,8 @@ class SqliteEventStore(RunEventStore):
                 )
             if version < sql.SCHEMA_VERSION:
                 sql.migrate(db, version)
+                if version < sql.RUNS_SINCE:  # the runs and usage of the events already stored
+                    runs.rebuild(conn)
                 log.info(
                     "sqlite_schema_migrated",
                     path=str(self.path),
@@ -178,6 +176,8 @@ class SqliteEventStore(RunEventStore):
                 conn.execute(sql.GRANT_DELETE_SQL, (thread_id,))
                 deleted = conn.execute(sql.DELETE_EVENTS_SQL, (thread_id,)).rowcount
                 conn.execute(sql.DELETE_HEAD_SQL, (thread_id,))
+                conn.execute(runs.DELETE_RUNS_SQL, (thread_id,))
+                conn.execute(runs.DELETE_USAGE_SQL, (thread_id,))
                 conn.execute(sql.REVOKE_DELETE_SQL, (thread_id,))
             return int(deleted)
 
@@ -233,22 +233,14 @@ class SqliteEventStore(RunEventStore):
             for row in rows
         ]
 
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        params = {"t": thread_id, "lifecycle": "lifecycle"}
-        rows = self._run("list runs", lambda c: c.execute(sql.LIST_RUNS_SQL, params).fetchall())
-        return [
-            RunSummary(
-                run_id=row[0],
-                thread_id=thread_id,
-                first_seq=row[1],
-                last_seq=row[2],
-                event_count=row[3],
-                started_at=from_micros(row[4]),
-                last_event_at=from_micros(row[5]),
-                status=status_from_lifecycle(row[6]),
-            )
-            for row in rows
-        ]
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
+        return self._run("list runs", lambda conn: runs.runs_page(conn, query))
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        return self._run("find a run", lambda conn: runs.get_run(conn, run_id, thread_id))
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        return self._run("read usage", lambda conn: runs.read_usage(conn, thread_id))
 
     def _close(self) -> None:
         self._pool.close()

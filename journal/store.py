@@ -17,6 +17,10 @@ Guarantees (every backend, checked by ``journal.testing.StoreContract``):
 * **Cursors.** ``after_seq`` keeps seq > after_seq; ``before_seq`` keeps seq < before_seq; both
   make a window. With ``before_seq`` set, ``limit`` keeps the *last* ``limit`` events of the
   window (the page just below the cursor); otherwise the first. Results always ascend by seq.
+* **Runs and usage.** ``list_runs`` pages runs by ``first_seq`` with the same cursor rule,
+  ``get_run`` finds a run by id alone, ``read_usage`` sums a thread's token usage; all of them
+  read out of the events by one projection (:mod:`journal._runs`) and agree with the events
+  stored so far, a running run's included.
 
 Sync and async methods come in pairs (``append``/``aappend``…). The async ones never block the
 event loop: by default they run the sync body in a worker thread; a backend with a native async
@@ -28,9 +32,11 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ParamSpec, Self, TypeVar
 
-from journal._batch import EventLike, PreparedBatch, encoded_texts, prepare_batch
+from journal import _runs_default
+from journal._batch import EventLike, PreparedBatch, checked_caps, encoded_texts, prepare_batch
 from journal._query import FilterValue, ReadQuery, adapt_legacy_hook, check_cursor
 from journal.errors import StoreClosedError
 from journal.events import (
@@ -38,9 +44,10 @@ from journal.events import (
     RunEvent,
     RunSummary,
     ThreadSummary,
+    ThreadUsage,
     validate_id,
 )
-from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP
+from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = [
     "EventLike",
@@ -62,10 +69,8 @@ class RunEventStore(ABC):
     Subclasses implement the underscore hooks; the public methods validate input, apply the
     content caps and the metadata cap (``metadata_cap`` bytes; an ``llm.start`` ``context``
     record is never cut, see :mod:`journal.truncation`) and enforce the contract in the module
-    docstring. Reads reach the hooks as a validated :class:`ReadQuery` (``_read(query)``,
-    ``_aread(query)``, ``_count(query)``); a backend whose hooks still take the query's fields
-    one by one (``_read(thread_id, after_seq, before_seq, limit, flt)``, ``_count(thread_id,
-    flt)``) is adapted when its class is created.
+    docstring. Reads reach the hooks as a validated :class:`ReadQuery`; hooks in the older
+    positional form are adapted (see :mod:`journal.testing` for the hook signatures).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -81,18 +86,7 @@ class RunEventStore(ABC):
         content_caps: Mapping[str, int] | None = None,
         metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        if isinstance(metadata_cap, bool) or not isinstance(metadata_cap, int) or metadata_cap < 64:
-            raise ValueError("metadata_cap must be an int >= 64 (bytes)")
-        self.metadata_cap = metadata_cap
-        caps = dict(DEFAULT_CONTENT_CAPS)
-        if content_caps:
-            for category, cap in content_caps.items():
-                if category not in caps:
-                    raise ValueError(f"content_caps has unknown category {category!r}")
-                if not isinstance(cap, int) or cap < 64:
-                    raise ValueError(f"content_caps[{category!r}] must be an int >= 64")
-                caps[category] = cap
-        self.content_caps: Mapping[str, int] = caps
+        self.content_caps, self.metadata_cap = checked_caps(content_caps, metadata_cap)
         self._closed = False
         self._close_lock = threading.Lock()
 
@@ -155,20 +149,13 @@ class RunEventStore(ABC):
         """Every matching event of ``thread_id`` after ``after_seq``, fetched page by page."""
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
-        cursor = after_seq or 0
-        while True:
-            page = self.read(
-                thread_id,
-                after_seq=cursor,
-                limit=page_size,
-                category=category,
-                event_type=event_type,
-                run_id=run_id,
-            )
+        read = partial(self.read, thread_id, limit=page_size, category=category,
+                       event_type=event_type, run_id=run_id)  # fmt: skip
+        page = read(after_seq=after_seq)
+        yield from page
+        while len(page) == page_size:
+            page = read(after_seq=page[-1].seq)
             yield from page
-            if len(page) < page_size:
-                return
-            cursor = page[-1].seq
 
     def last_seq(self, thread_id: str) -> int:
         """The highest seq of ``thread_id``, or 0 if the thread has no event."""
@@ -185,11 +172,8 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> int:
         """How many events of ``thread_id`` match the filters."""
-        query = ReadQuery.of(thread_id, category=category, event_type=event_type, run_id=run_id)
-        self._check_open()
-        if query.matches_nothing:
-            return 0
-        return self._count(query)
+        query = self._query(thread_id, None, None, None, category, event_type, run_id)
+        return 0 if query is None else self._count(query)
 
     def list_threads(self, *, limit: int | None = None, offset: int = 0) -> list[ThreadSummary]:
         """Threads with at least one event, most recently active first."""
@@ -198,11 +182,39 @@ class RunEventStore(ABC):
         self._check_open()
         return self._list_threads(limit, offset)
 
-    def list_runs(self, thread_id: str) -> list[RunSummary]:
-        """The runs of ``thread_id`` in order of their first event."""
+    def list_runs(
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[RunSummary]:
+        """The runs of ``thread_id`` ascending by ``first_seq``, paged by it as :meth:`read` is.
+
+        The newest page is ``list_runs(t, before_seq=2**63 - 1, limit=n)``; following
+        ``page[0].first_seq`` back (or ``page[-1].first_seq`` with ``after_seq``) visits every
+        run once. Built-in backends read O(page) rows.
+        """
+        query = ReadQuery.of(thread_id, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        self._check_open()
+        return [] if query.limit == 0 else self._list_runs_page(query)
+
+    def get_run(self, run_id: str, *, thread_id: str | None = None) -> RunSummary | None:
+        """The run ``run_id`` (of ``thread_id`` if given; else, of the threads holding it, the
+        one that started first, ties by thread id), or ``None``. Indexed in built-in backends."""
+        validate_id(run_id, "run_id")
+        if thread_id is not None:
+            validate_id(thread_id, "thread_id")
+        self._check_open()
+        return self._get_run(run_id, thread_id)
+
+    def read_usage(self, thread_id: str) -> ThreadUsage:
+        """The token usage of ``thread_id``: sums over its ``llm.end`` events so far (zeros if
+        none). Built-in backends read a per-thread aggregate kept at append (a few rows)."""
         validate_id(thread_id, "thread_id")
         self._check_open()
-        return self._list_runs(thread_id)
+        return self._read_usage(thread_id)
 
     def delete_thread(self, thread_id: str) -> int:
         """Delete every event of ``thread_id`` (retention); return how many were deleted.
@@ -265,21 +277,15 @@ class RunEventStore(ABC):
         """Async :meth:`iter_events`."""
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
-        cursor = after_seq or 0
+        read = partial(self.aread, thread_id, limit=page_size, category=category,
+                       event_type=event_type, run_id=run_id)  # fmt: skip
+        page = await read(after_seq=after_seq)
         while True:
-            page = await self.aread(
-                thread_id,
-                after_seq=cursor,
-                limit=page_size,
-                category=category,
-                event_type=event_type,
-                run_id=run_id,
-            )
             for event in page:
                 yield event
             if len(page) < page_size:
                 return
-            cursor = page[-1].seq
+            page = await read(after_seq=page[-1].seq)
 
     async def alast_seq(self, thread_id: str) -> int:
         """Async :meth:`last_seq`."""
@@ -304,9 +310,26 @@ class RunEventStore(ABC):
         """Async :meth:`list_threads`."""
         return await self._in_thread(self.list_threads, limit=limit, offset=offset)
 
-    async def alist_runs(self, thread_id: str) -> list[RunSummary]:
+    async def alist_runs(
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[RunSummary]:
         """Async :meth:`list_runs`."""
-        return await self._in_thread(self.list_runs, thread_id)
+        return await self._in_thread(
+            self.list_runs, thread_id, after_seq=after_seq, before_seq=before_seq, limit=limit
+        )
+
+    async def aget_run(self, run_id: str, *, thread_id: str | None = None) -> RunSummary | None:
+        """Async :meth:`get_run`."""
+        return await self._in_thread(self.get_run, run_id, thread_id=thread_id)
+
+    async def aread_usage(self, thread_id: str) -> ThreadUsage:
+        """Async :meth:`read_usage`."""
+        return await self._in_thread(self.read_usage, thread_id)
 
     async def adelete_thread(self, thread_id: str) -> int:
         """Async :meth:`delete_thread`."""
@@ -318,26 +341,9 @@ class RunEventStore(ABC):
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _query(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        category: FilterValue,
-        event_type: FilterValue,
-        run_id: FilterValue,
-    ) -> ReadQuery | None:
+    def _query(self, thread_id: str, *cursors_and_filters: Any) -> ReadQuery | None:
         """The validated query of a read; ``None`` when it can match nothing."""
-        query = ReadQuery.of(
-            thread_id,
-            after_seq=after_seq,
-            before_seq=before_seq,
-            limit=limit,
-            category=category,
-            event_type=event_type,
-            run_id=run_id,
-        )
+        query = ReadQuery.of(thread_id, *cursors_and_filters)
         self._check_open()
         return None if query.matches_nothing else query
 
@@ -367,8 +373,20 @@ class RunEventStore(ABC):
     @abstractmethod
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]: ...
 
-    @abstractmethod
-    def _list_runs(self, thread_id: str) -> list[RunSummary]: ...
+    # Runs and usage: by default folded from the thread's events, read through the contract
+    # (journal._runs_default); every built-in backend keeps them at append time instead.
+
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
+        """The runs ``query`` selects by ``first_seq`` (``filter`` unset, ``limit`` never 0)."""
+        return _runs_default.runs_page(self, query)
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        """The run ``run_id`` as :meth:`get_run` defines it (ids validated)."""
+        return _runs_default.find_run(self, run_id, thread_id)
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        """The usage of ``thread_id`` as :meth:`read_usage` defines it."""
+        return _runs_default.usage(self, thread_id)
 
     @abstractmethod
     def _delete_thread(self, thread_id: str) -> int: ...

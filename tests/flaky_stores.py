@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from journal.errors import StoreUnavailableError
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary
+from journal.events import NewEvent, RunEvent, ThreadSummary
 from journal.memory import MemoryEventStore
 from journal.run_journal import RunJournal
 from journal.store import ReadQuery, RunEventStore
@@ -59,9 +59,6 @@ class FlakyStore(RunEventStore):
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         return self.inner._list_threads(limit, offset)
-
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        return self.inner._list_runs(thread_id)
 
     def _delete_thread(self, thread_id: str) -> int:
         return self.inner._delete_thread(thread_id)
