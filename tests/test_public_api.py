@@ -32,6 +32,8 @@ PUBLIC = {
         "StoreError",
         "StoreUnavailableError",
         "ThreadSummary",
+        "ThreadUsage",
+        "UsageTotals",
         "content_to_message",
         "copy_store",
         "dumps",
