@@ -14,12 +14,12 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
-from journal._writer import SKIP, Extra
+from journal._writer import SKIP, Extra, Later
 from journal.digests import CONTEXT_KEY, ContextIndex, stored_digest
-from journal.messages import MESSAGE_EVENT_TYPES
+from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.store import RunEventStore
 
-__all__ = ["Contents"]
+__all__ = ["Contents", "ModelOutput"]
 
 #: Characters of prompt text an ``llm.start`` excerpt keeps.
 _PROMPT_BUDGET: Final = 4 * 1024
@@ -39,7 +39,10 @@ class Contents:
         if result is None:
             return SKIP
         content, digest = result
-        return Extra(content, {"digest": digest})
+        data = content.get("data")
+        kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
+        hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
+        return Extra(content, {"digest": digest, "hidden": hidden})
 
     def model_call(
         self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
@@ -55,3 +58,32 @@ class Contents:
         except Exception:  # the store is down: the writes will spool anyway; inline instead
             return []
         return [stored_digest(e.content, e.metadata) for e in events]
+
+
+class ModelOutput(Later):
+    """The content of an ``llm.end``: ``output`` (the stored answer) is added unless the
+    answer is journaled as a ``message.*`` event (settled by the callback path)."""
+
+    __slots__ = ("_content", "_keep", "_message")
+
+    def __init__(self, content: dict[str, Any], message: BaseMessage) -> None:
+        super().__init__()
+        self._content = content
+        self._message = message
+        self._keep = True
+
+    @property
+    def message_id(self) -> str | None:
+        """The id of the model's answer."""
+        return self._message.id
+
+    def settle(self, keep: bool) -> None:
+        """Decide whether the answer is kept here (``False``: it is a ``message.*`` event)."""
+        self._keep = keep
+        self.settled = True
+
+    def build(self) -> dict[str, Any]:
+        """The content; unsettled (the node did not end in time), the answer is kept."""
+        if not self._keep:
+            return self._content
+        return {**self._content, "output": message_to_content(self._message)}

@@ -53,9 +53,16 @@ class RunRegistry:
         self._roots[run_id] = run
 
     def add_child(
-        self, run_id: UUID, parent_id: UUID | None, name: str, metadata: dict[str, Any] | None
+        self,
+        run_id: UUID,
+        parent_id: UUID | None,
+        name: str,
+        metadata: dict[str, Any] | None,
+        *,
+        tool: bool = False,
     ) -> Node | None:
-        """Follow ``run_id`` under its journaled parent; ``None`` if the parent is unknown."""
+        """Follow ``run_id`` (a tool call if ``tool``) under its journaled parent; ``None`` if
+        the parent is unknown."""
         if parent_id is None:
             return None
         md = metadata or {}
@@ -74,7 +81,10 @@ class RunRegistry:
             node=md.get("langgraph_node"),
             step=step if isinstance(step, int) else None,
             top=top,
+            is_tool=tool,
+            in_tool=parent is not None and (parent.is_tool or parent.in_tool),
         )
+        node.task = node if top else (parent.task if parent is not None else None)
         self._nodes[run_id] = node
         return node
 
@@ -95,13 +105,20 @@ class RunRegistry:
             metadata.update(tool_call_id=node.tool_call_id, tool_run_id=str(run_id))
         return node, metadata
 
-    def end_root(self, run_id: UUID, run: RunState) -> None:
-        """The root ``run_id`` finished: forget it and every run under it (as finished)."""
+    def end_root(self, run_id: UUID, run: RunState) -> list[Node]:
+        """The root ``run_id`` finished: forget it and every run under it (as finished);
+        return the runs that were still going."""
         del self._roots[run_id]
         self.forget(run_id)
-        for key in [k for k, n in self._nodes.items() if n.run is run]:
-            del self._nodes[key]
+        left = [k for k, n in self._nodes.items() if n.run is run]
+        nodes = [self._nodes.pop(key) for key in left]
+        for key in left:
             self.forget(key)
+        return nodes
+
+    def going(self) -> list[Node]:
+        """Every run still followed."""
+        return list(self._nodes.values())
 
     def forget(self, run_id: UUID) -> None:
         """Remember ``run_id`` as a finished run's (bounded): chains under it are ignored."""

@@ -96,6 +96,12 @@ class Node:
     path: str = ""  # LangGraph's task path (a superstep applies writes in path order)
     base: Sequence[Any] | None = None  # the ``messages`` a node of the root graph read
     summarized: bool = False  # it dispatched a ``summarization`` event
+    task: Node | None = None  # the node of the root graph it runs in (itself when top)
+    is_tool: bool = False  # a tool call
+    in_tool: bool = False  # it runs inside a tool call
+    ended: bool = False  # a node of the root graph that has ended
+    # outputs of model calls made in this node of the root graph, waiting for it to end
+    outputs: list[Any] = field(default_factory=list)
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""

@@ -75,6 +75,10 @@ class EventSink:
             if run is not None:
                 run.dropped += count
 
+    def settled(self) -> None:
+        """Content queued earlier was settled (see :class:`journal._writer.Later`)."""
+        self._writer.settled()
+
     def wake(self) -> None:
         """Ask the writer to write what is queued now (a run ended)."""
         self._writer.wake()

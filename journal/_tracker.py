@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from journal import _capture as cap
-from journal._contents import Contents
+from journal._contents import Contents, ModelOutput
 from journal._conversation import Conversation
 from journal._edits import task_order_key
 from journal._logging import get_logger
@@ -94,6 +94,7 @@ class RunTracker:
             node = self._runs.pop(run_id)
             if node is not None and node.top:
                 self._threads.get(node.run.thread_id).node_ended(node, outputs)
+                self._node_over(node, cap.written_ids(outputs) if node.outputs else set())
 
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
@@ -104,6 +105,8 @@ class RunTracker:
                 node = self._runs.pop(run_id)
                 if node is None:
                     return
+                if node.top:
+                    self._node_over(node, set())
                 bubble = isinstance(error, GraphBubbleUp)
                 if node.top and bubble:
                     node.run.task_interrupted = True  # its step is not applied until resumed
@@ -176,21 +179,34 @@ class RunTracker:
             content = Lazy(self._contents.model_call, args)
             self._sink.emit(node.run, "trace", "llm.start", content, event_md)
 
-    def model_ended(self, run_id: UUID, message: BaseMessage | None, usage: dict[str, int]) -> None:
-        """A model call answered ``message``: ``llm.end``; its usage adds to the run's totals."""
+    def model_ended(self, run_id: UUID, response: cap.ModelResponse) -> None:
+        """A model call answered: ``llm.end`` with usage under the model the response names,
+        and the answer itself unless the node that made the call writes it to the thread's
+        state (journaled as ``message.*``); usage adds to the run's totals."""
         with self._lock:
             done = self._runs.done(run_id, "latency_ms")
             if done is None:
                 return
             node, metadata = done
-            model = node.model or "unknown"
-            if usage:
-                node.run.add_usage(model, usage)
-            metadata.update(model=model, usage=usage, llm_run_id=str(run_id))
-            content = {
+            requested = node.model or "unknown"
+            model = response.model or requested
+            if response.usage:
+                node.run.add_usage(model, response.usage)
+            metadata.update(
+                model=model, request_model=requested, usage=response.usage, llm_run_id=str(run_id)
+            )
+            message = response.message
+            content: Any = {
                 "message_id": getattr(message, "id", None),
                 "tool_call_count": len(getattr(message, "tool_calls", None) or ()),
             }
+            if isinstance(message, BaseMessage):
+                content = ModelOutput(content, message)
+                holder = _deciding_node(node)
+                if holder is None:
+                    content.settle(keep=True)
+                else:  # the node that made the call says, when it ends, whether it wrote it
+                    holder.outputs.append(content)
             self._sink.emit(node.run, "trace", "llm.end", content, metadata)
 
     def model_failed(self, run_id: UUID, error: BaseException) -> None:
@@ -213,7 +229,7 @@ class RunTracker:
     ) -> None:
         """A tool call started: ``tool.start`` with its name and arguments."""
         with self._lock:
-            node = self._runs.add_child(run_id, parent_id, name, metadata)
+            node = self._runs.add_child(run_id, parent_id, name, metadata, tool=True)
             if node is None:
                 return
             node.tool_call_id = call_id
@@ -291,6 +307,8 @@ class RunTracker:
     def closing(self) -> None:
         """The journal closes: paused runs' held results and edits are journaled now."""
         with self._lock:
+            for node in self._runs.going():
+                self._node_over(node, set())
             for conversation in self._threads.values():
                 conversation.closing()
 
@@ -344,8 +362,32 @@ class RunTracker:
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
             self._sink.emit(run, "lifecycle", event_type, content, {})
         run.finished = True
-        self._runs.end_root(run_id, run)
+        for node in self._runs.end_root(run_id, run):
+            self._node_over(node, set())
         self._sink.wake()
+
+    def _node_over(self, node: Node, written: set[str]) -> None:
+        """A node of the root graph is over (``written``: the message ids it wrote): the
+        answers of the model calls it made are kept on their ``llm.end`` unless written."""
+        node.ended = True
+        if not node.outputs:
+            return
+        for output in node.outputs:
+            output.settle(keep=output.message_id not in written)
+        node.outputs.clear()
+        self._sink.settled()
+
+
+def _deciding_node(call: Node) -> Node | None:
+    """The node of the root graph whose output tells whether a model call's answer enters
+    the thread's state, if it may; ``None`` when it cannot (the call is made inside a tool, a
+    nested graph — a subagent —, outside any node, or after its node ended)."""
+    task = call.task
+    if call.top or call.in_tool or task is None or task.ended:
+        return None
+    if str(call.caller).startswith("subagent:"):
+        return None
+    return task
 
 
 def _interrupt_content(run: RunState, interrupts: Sequence[Any]) -> dict[str, Any]:

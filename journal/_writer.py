@@ -21,6 +21,11 @@ Guarantees:
   replay skips stored ``event_id`` values).
 * A human input message already stored in its thread (a history resent after a restart) is
   not written again (:mod:`journal._known_inputs`).
+* An event whose content is :class:`Later` is settled by the callback path shortly after it
+  was queued (whether a model's output is kept on its ``llm.end`` is known once the node that
+  made the call ends). The writer writes what comes before it and waits there, at most
+  ``SETTLE_LIMIT`` seconds (then it builds the content unsettled), so that no event overtakes
+  it.
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
   Anything dropped is reported to ``on_drop`` and logged, never silent.
 """
@@ -42,7 +47,7 @@ from journal.events import new_event_id
 from journal.spool import Spool
 from journal.store import RunEventStore
 
-__all__ = ["SKIP", "Extra", "Lazy", "Pending", "Writer"]
+__all__ = ["SETTLE_LIMIT", "SKIP", "Extra", "Later", "Lazy", "Pending", "Writer"]
 
 _log = get_logger(__name__)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -80,6 +85,26 @@ class Extra(NamedTuple):
 
 #: What a :class:`Lazy` returns when, on reflection, there is nothing to write.
 SKIP: Final = object()
+#: Seconds the writer waits for a :class:`Later` content to be settled before building it.
+SETTLE_LIMIT: Final = 1.0
+
+
+class Later:
+    """Content settled on the callback path after it was queued; built by the writer.
+
+    The writer does not build it (nor anything queued after it) until :attr:`settled` or
+    ``SETTLE_LIMIT`` seconds passed; :meth:`build` then returns the content (and may return
+    an :class:`Extra` or :data:`SKIP`, as a :class:`Lazy` does).
+    """
+
+    __slots__ = ("settled",)
+
+    def __init__(self) -> None:
+        self.settled = False
+
+    def build(self) -> Any:
+        """The content, settled or not (writer thread)."""
+        raise NotImplementedError
 
 
 class _Control:
@@ -145,6 +170,7 @@ class Writer:
         self._in_flight: list[Event] = []
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._waiting_since: float | None = None  # the writer waits for a Later to settle
 
     @property
     def spooled_count(self) -> int:
@@ -168,6 +194,11 @@ class Writer:
         """Ask the writer to write what is queued now, without waiting for it."""
         if not self._wake.is_set():
             self._wake.set()
+
+    def settled(self) -> None:
+        """A :class:`Later` content was settled: wake the writer if it waits for one."""
+        if self._waiting_since is not None:
+            self.wake()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until everything queued before the call is written or spooled.
@@ -281,6 +312,9 @@ class Writer:
                     if isinstance(item, _Control):
                         control = item
                         break
+                    if isinstance(item.content, Later) and self._wait_for(item.content):
+                        self._items.appendleft(item)  # it and what follows wait for it
+                        break
                     batch.append(item)
                 events = self._safe_build(batch)
                 self._in_flight = events
@@ -292,6 +326,19 @@ class Writer:
                 self._execute(control)
             elif not batch:
                 return
+
+    def _wait_for(self, later: Later) -> bool:
+        """Whether to stop at an unsettled ``later`` (until it settles or the limit passes)."""
+        if later.settled:
+            self._waiting_since = None
+            return False
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        if now - self._waiting_since < SETTLE_LIMIT and not self._closed:
+            return True
+        self._waiting_since = None
+        return False
 
     def _safe_build(self, batch: list[Pending]) -> list[Event]:
         try:
@@ -330,9 +377,12 @@ class Writer:
         for p in batch:
             content = p.content
             metadata = p.metadata
-            if type(content) is Lazy:
+            if type(content) is Lazy or isinstance(content, Later):
                 try:
-                    content = content.func(*content.args)
+                    if isinstance(content, Later):
+                        content = content.build()
+                    else:
+                        content = content.func(*content.args)
                 except Exception:  # a broken object must not stop the writer
                     _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
                     self._dropped(p.run_id, 1)

@@ -16,10 +16,12 @@ lifecycle
                      (surrounding spaces, control characters, too long): the run is then
                      journaled under ``journal.events.journal_thread_id(original)``.
   ``run.end``        content ``{"status": "success", "duration_ms", "usage", "usage_by_model",
-                     "message_counts", "dropped_events"}``; ``usage`` has ``input_tokens``,
-                     ``output_tokens``, ``total_tokens``, ``cache_read_tokens``;
-                     ``usage_by_model[model]`` the same plus ``calls``; ``message_counts`` maps
-                     ``human``/``ai``/``tool`` to the messages this run journaled.
+                     "message_counts", "dropped_events"}``; ``usage`` sums the ``usage`` of the
+                     run's ``llm.end`` events (every model call of the run: the agent's, its
+                     middleware's, its subagents'), key by key; ``usage_by_model[model]`` the
+                     same plus ``calls``, keyed by the model the response names (``llm.end``
+                     ``model``); ``message_counts`` maps ``human``/``ai``/``tool`` to the
+                     messages this run journaled.
   ``run.error``      the ``run.end`` content with ``status: "error"``, ``error_type``, ``error``.
                      Once per run (the root's failure), never per nested chain.
   ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
@@ -32,7 +34,15 @@ lifecycle
 
 message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
 the message has in the LangGraph state; metadata ``digest``: its digest, see
-:mod:`journal.digests`)
+:mod:`journal.digests`; ``hidden``: whether the message's ``additional_kwargs["hide_from_ui"]``
+is truthy — context a middleware injects for the model, not something the user typed. Events
+written before ``hidden`` existed lack the key: read the content's ``additional_kwargs``.
+The content is the message as the writer thread finds it when it writes the event — within
+``flush_interval`` of it, or before :meth:`RunJournal.flush` returns: the callback path keeps
+a reference, never a copy. An in-place edit made before then (a hook that changes a message
+of the state without writing it back) is in the journal, one made after is not; a model call
+that receives the edited message records it in its ``llm.start`` context (a request-only
+edit), so replay is exact either way. To journal an edit for sure, write the message back.)
   ``message.human``  the run's new input messages, at run start; an id already journaled in
                      the thread is never recorded again (callers that resend the history;
                      after a restart the writer checks the store once per thread), nor is a
@@ -45,7 +55,8 @@ the message has in the LangGraph state; metadata ``digest``: its digest, see
                      of a returned ``Command``, error results as ``status: "error"``), in the
                      state's order: the results of parallel calls in the order of the calls.
                      Messages a middleware hook adds (e.g. the result of a call a human
-                     rejected) carry ``caller: "middleware:<Class>"``. metadata adds
+                     rejected, a hidden context message) carry
+                     ``caller: "middleware:<Class>"``. metadata adds
                      ``message_id`` and, for tools, ``tool_call_id``. Messages of nested
                      graphs (subagents) are not the thread's messages: they appear as traces
                      only, unless the nested graph is a node whose output the parent state
@@ -60,8 +71,9 @@ the message has in the LangGraph state; metadata ``digest``: its digest, see
                      content object changed). A message written in a form the journal cannot
                      give an id (a bare string or tuple as the whole write) is journaled
                      once the state shows the id LangGraph gave it.
-                     Known limits: a message mutated in place and not written back is not
-                     seen; a rewrite whose list repeats an id keeps it once.
+                     Known limits: a message mutated in place and not written back is no
+                     replacement (its content is as the writer finds it, see above); a rewrite
+                     whose list repeats an id keeps it once.
   ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
                      summarization: content ``{"removed_message_ids"}`` for removals by id,
                      ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
@@ -88,8 +100,28 @@ trace
                      digest, and inline the messages the thread's journal does not hold yet;
                      see :mod:`journal.digests`), never cut by a content cap;
                      ``history.replay(..., view="model")`` at its seq rebuilds the input.
-  ``llm.end``        content ``{"message_id", "tool_call_count"}``; metadata adds ``model``,
-                     ``usage``, ``latency_ms``, ``llm_run_id``.
+  ``llm.end``        content ``{"message_id", "tool_call_count", "output"?}``: ``output`` is the
+                     answer (``message_to_content``) whenever it is not journaled as a
+                     ``message.*`` event — a middleware's own call (a title generator, the
+                     summarizer), a model or a subagent called inside a tool, a node's call
+                     whose answer it does not write to ``messages``, a subagent's calls —
+                     so every model's answer is in the journal, as ``message.ai`` or here.
+                     Whether a node of the root graph writes its call's answer is known when
+                     the node ends; the writer waits for that (at most
+                     ``journal._writer.SETTLE_LIMIT``, 1 s; a node still running then keeps
+                     the answer here). The store caps it with the message category's cap.
+                     Metadata adds ``model`` (the model the response names,
+                     ``response_metadata`` ``model_name`` / ``model``, else the request's),
+                     ``request_model`` (the model the request named: ``ls_model_name``, the
+                     invocation's ``model`` / ``model_name``), ``usage``, ``latency_ms``,
+                     ``llm_run_id``. ``usage`` is ``{}`` when the provider reports none, else
+                     ``input_tokens``, ``output_tokens``, ``total_tokens`` (input + output
+                     when reported missing or 0), ``cache_read_tokens``,
+                     ``cache_creation_tokens`` and ``reasoning_tokens`` (0 when not
+                     reported), from ``usage_metadata`` or the provider's ``token_usage``.
+                     Known limit: a subagent used as a node of the root graph (a compiled
+                     graph as a node, not called inside a tool) writes its answers into the
+                     thread when the node ends: they are then both here and ``message.ai``.
   ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,
                      ``latency_ms``, ``llm_run_id``.
   ``tool.start``     content ``{"name", "args"}``; metadata adds ``tool_call_id``,

@@ -275,8 +275,7 @@ class RunJournal(GraphCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """``llm.end`` with usage, latency and model; usage adds to the run's totals."""
-        usage, message = cap.response_usage(response)
-        self._tracker.model_ended(run_id, message, usage)
+        self._tracker.model_ended(run_id, cap.model_response(response))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """``llm.error`` (the run's ``run.error`` comes once, from the root)."""
