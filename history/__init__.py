@@ -1,4 +1,4 @@
-"""Reading journaled threads: the timeline, replay and verify (pure readers over the store).
+"""Reading journaled threads: timeline, runs, usage, replay and verify (pure readers of the store).
 
 The names below are the promise (replay and verify live in private modules, ``_replay`` and
 ``_verify``). They load on first use (PEP 562), so ``import history`` costs almost nothing,
@@ -16,28 +16,48 @@ if TYPE_CHECKING:
     from history._replay import ReplayView, areplay, arestore_thread, replay, restore_thread
     from history._verify import VerifyReport, averify, verify
     from history.errors import ThreadNotFoundError
+    from history.runs import (
+        RunsPage,
+        UsageReport,
+        aruns_page,
+        athread_usage,
+        runs_page,
+        thread_usage,
+    )
     from history.server.app import create_app
     from history.timeline import TimelineItem, TimelinePage, abuild_timeline, build_timeline
 
 __all__ = [
     "ReplayView",
+    "RunsPage",
     "ThreadNotFoundError",
     "TimelineItem",
     "TimelinePage",
+    "UsageReport",
     "VerifyReport",
     "abuild_timeline",
     "areplay",
     "arestore_thread",
+    "aruns_page",
+    "athread_usage",
     "averify",
     "build_timeline",
     "create_app",
     "replay",
     "restore_thread",
+    "runs_page",
+    "thread_usage",
     "verify",
 ]
 
 _HOMES: dict[str, str] = {
     "ReplayView": "history._replay",
+    "RunsPage": "history.runs",
+    "UsageReport": "history.runs",
+    "aruns_page": "history.runs",
+    "athread_usage": "history.runs",
+    "runs_page": "history.runs",
+    "thread_usage": "history.runs",
     "ThreadNotFoundError": "history.errors",
     "TimelineItem": "history.timeline",
     "TimelinePage": "history.timeline",

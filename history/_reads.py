@@ -1,10 +1,10 @@
 """Run one read plan against a store, synchronously or asynchronously.
 
-The history functions are written once as *read plans*: generators that yield :class:`Read`
-requests and receive the store's answers. :func:`run_plan` answers them with the store's sync
-methods, :func:`arun_plan` with its async ones, so ``build_timeline``/``abuild_timeline`` and
-``replay``/``areplay`` share every line of their logic and the async variants never block the
-event loop.
+The history functions are written once as *read plans*: generators that yield :class:`Read`,
+:class:`LastSeq` or :class:`Call` requests and receive the store's answers. :func:`run_plan`
+answers them with the store's sync methods, :func:`arun_plan` with its async ones, so
+``build_timeline``/``abuild_timeline`` and ``replay``/``areplay`` share every line of their
+logic and the async variants never block the event loop.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from journal.events import RunEvent
 from journal.store import RunEventStore
 
-__all__ = ["LastSeq", "Plan", "Read", "arun_plan", "check_int", "run_plan"]
+__all__ = ["Call", "LastSeq", "Plan", "Read", "arun_plan", "check_int", "run_plan"]
 
 T = TypeVar("T")
 
@@ -36,7 +35,16 @@ class LastSeq:
     thread_id: str
 
 
-Plan = Generator[Read | LastSeq, Any, T]
+@dataclass(frozen=True)
+class Call:
+    """A ``store.<method>(*args, **kwargs)`` request (``a<method>`` when run async)."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Plan = Generator[Read | LastSeq | Call, Any, T]
 
 
 def check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> None:
@@ -53,9 +61,11 @@ def run_plan(store: RunEventStore, plan: Plan[T]) -> T:
     try:
         request = next(plan)
         while True:
-            answer: list[RunEvent] | int
+            answer: Any
             if isinstance(request, Read):
                 answer = store.read(request.thread_id, **request.kwargs)
+            elif isinstance(request, Call):
+                answer = getattr(store, request.method)(*request.args, **request.kwargs)
             else:
                 answer = store.last_seq(request.thread_id)
             request = plan.send(answer)
@@ -69,9 +79,12 @@ async def arun_plan(store: RunEventStore, plan: Plan[T]) -> T:
     try:
         request = next(plan)
         while True:
-            answer: list[RunEvent] | int
+            answer: Any
             if isinstance(request, Read):
                 answer = await store.aread(request.thread_id, **request.kwargs)
+            elif isinstance(request, Call):
+                method = getattr(store, f"a{request.method}")
+                answer = await method(*request.args, **request.kwargs)
             else:
                 answer = await store.alast_seq(request.thread_id)
             request = plan.send(answer)

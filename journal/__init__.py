@@ -31,6 +31,8 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "ThreadSummary",
+    "ThreadUsage",
+    "UsageTotals",
     "content_to_message",
     "copy_store",
     "dumps",
@@ -68,6 +70,8 @@ _HOMES: dict[str, str] = {
     "StoreError": "journal.errors",
     "StoreUnavailableError": "journal.errors",
     "ThreadSummary": "journal.events",
+    "ThreadUsage": "journal.events",
+    "UsageTotals": "journal.events",
     "content_to_message": "journal.messages",
     "copy_store": "journal.copy",
     "dumps": "journal.encoding",
@@ -98,6 +102,8 @@ if TYPE_CHECKING:
         RunEvent,
         RunSummary,
         ThreadSummary,
+        ThreadUsage,
+        UsageTotals,
         journal_thread_id,
     )
     from journal.memory import MemoryEventStore

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 
@@ -16,20 +16,22 @@ from journal.catalog import is_summary_message
 
 __all__ = [
     "ERROR_TEXT_LIMIT",
+    "ModelResponse",
     "add_usage",
     "assign_input_ids",
     "error_summary",
     "input_summary",
     "is_summary",
+    "model_response",
     "output_messages",
     "output_preview",
     "output_writes",
     "prompt_tail",
     "removes_messages",
-    "response_usage",
     "scalar_params",
     "text_of",
     "tool_end_content",
+    "written_ids",
 ]
 
 #: Longest error text kept in an event (the rest is cut).
@@ -232,30 +234,102 @@ def scalar_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def response_usage(response: Any) -> tuple[dict[str, int], BaseMessage | None]:
-    """``(usage, message)`` of a model response (``LLMResult``); usage may be empty."""
+class ModelResponse(NamedTuple):
+    """What a model call answered: its message, usage, and the model the response names."""
+
+    message: BaseMessage | None
+    usage: dict[str, int]  # empty when the provider reported none
+    model: str | None  # ``response_metadata`` ``model_name`` / ``model``; None if not named
+
+
+def _tokens(value: Any) -> int:
+    """A reported token count as a non-negative int (0 when missing or malformed)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return 0
+    return int(value) if value < 2**53 else 0
+
+
+def _usage(
+    input_tokens: Any,
+    output_tokens: Any,
+    total_tokens: Any,
+    cache_read: Any,
+    cache_creation: Any,
+    reasoning: Any,
+) -> dict[str, int]:
+    """The usage record: total = input + output when the provider reports it missing or 0."""
+    inputs, outputs = _tokens(input_tokens), _tokens(output_tokens)
+    return {
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "total_tokens": _tokens(total_tokens) or inputs + outputs,
+        "cache_read_tokens": _tokens(cache_read),
+        "cache_creation_tokens": _tokens(cache_creation),
+        "reasoning_tokens": _tokens(reasoning),
+    }
+
+
+def _details(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    details = raw.get(key)
+    return details if isinstance(details, Mapping) else {}
+
+
+def model_response(response: Any) -> ModelResponse:
+    """The :class:`ModelResponse` of an ``LLMResult`` (usage from the message's
+    ``usage_metadata``, else the provider's ``token_usage`` in ``llm_output``)."""
     message: BaseMessage | None = None
     try:
         generation = response.generations[0][0]
         message = getattr(generation, "message", None)
     except (AttributeError, IndexError, TypeError):
         pass
+    llm_output = getattr(response, "llm_output", None)
+    llm_output = llm_output if isinstance(llm_output, Mapping) else {}
     raw = getattr(message, "usage_metadata", None)
     usage: dict[str, int] = {}
-    if raw:
-        usage["input_tokens"] = int(raw.get("input_tokens") or 0)
-        usage["output_tokens"] = int(raw.get("output_tokens") or 0)
-        usage["total_tokens"] = int(raw.get("total_tokens") or 0)
-        details = raw.get("input_token_details") or {}
-        usage["cache_read_tokens"] = int(details.get("cache_read") or 0)
+    if isinstance(raw, Mapping) and raw:
+        inputs, outputs = (
+            _details(raw, "input_token_details"),
+            _details(raw, "output_token_details"),
+        )
+        usage = _usage(
+            raw.get("input_tokens"),
+            raw.get("output_tokens"),
+            raw.get("total_tokens"),
+            inputs.get("cache_read"),
+            inputs.get("cache_creation"),
+            outputs.get("reasoning"),
+        )
     else:
-        token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
-        if token_usage:
-            usage["input_tokens"] = int(token_usage.get("prompt_tokens") or 0)
-            usage["output_tokens"] = int(token_usage.get("completion_tokens") or 0)
-            usage["total_tokens"] = int(token_usage.get("total_tokens") or 0)
-            usage["cache_read_tokens"] = 0
-    return usage, message
+        token_usage = llm_output.get("token_usage")
+        if isinstance(token_usage, Mapping) and token_usage:
+            usage = _usage(
+                token_usage.get("prompt_tokens"),
+                token_usage.get("completion_tokens"),
+                token_usage.get("total_tokens"),
+                _details(token_usage, "prompt_tokens_details").get("cached_tokens"),
+                None,
+                _details(token_usage, "completion_tokens_details").get("reasoning_tokens"),
+            )
+    metadata = getattr(message, "response_metadata", None)
+    named = None
+    for source in (metadata if isinstance(metadata, Mapping) else {}, llm_output):
+        named = source.get("model_name") or source.get("model")
+        if named:
+            break
+    return ModelResponse(message, usage, str(named) if named else None)
+
+
+def written_ids(output: Any) -> set[str]:
+    """The ids of the messages a node output writes to ``messages`` (nothing is changed)."""
+    ids: set[str] = set()
+    for update in _updates(output):
+        raw = update.get("messages")
+        for item in raw if isinstance(raw, list | tuple) else [raw]:
+            mid = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+            if isinstance(mid, str):
+                ids.add(mid)
+    return ids
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:

@@ -15,11 +15,13 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from journal import _postgres_schema as sql
+from journal._batch import encoded_texts, records_in_order
+from journal._postgres_runs import RUN_SELECT, USAGE_SELECT, run_from_row, runs_params, usage_counts
+from journal._query import ReadQuery
+from journal._runs import TOTAL, Projection, project, thread_usage
 from journal.encoding import loads
 from journal.errors import SchemaVersionError
-from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary, construct
-from journal.events import status_from_lifecycle as _status
-from journal.store import encoded_texts
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage, construct
 
 __all__ = [
     "BEGIN",
@@ -28,13 +30,16 @@ __all__ = [
     "Row",
     "append_attempts",
     "append_op",
+    "backfill_runs_op",
     "count_op",
     "delete_thread_op",
+    "get_run_op",
     "last_seq_op",
-    "list_runs_op",
+    "list_runs_page_op",
     "list_threads_op",
     "migrate_op",
     "read_op",
+    "read_usage_op",
 ]
 
 T = TypeVar("T")
@@ -44,6 +49,7 @@ Query = tuple[str, Sequence[Any] | Mapping[str, Any] | None]
 Op = Generator[Query, list[Row], T]
 #: Yielded first by an operation that must run in one transaction.
 BEGIN: Final[Query] = ("BEGIN", None)
+_BACKFILL_PAGE: Final = 1000
 
 
 # -- row mapping (shared by sync and async) --------------------------------------------------
@@ -102,10 +108,12 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
         }
     for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
         batch = by_thread[thread_id]
-        [(last,)] = yield sql.APPEND_THREAD, thread_params(thread_id, batch, texts)
+        params = thread_params(thread_id, batch, texts)
+        params.update(runs_params(thread_id, project(enumerate(batch, start=1))))
+        [(last,)] = yield sql.APPEND_THREAD, params
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = construct(RunEvent, {**event.__dict__, "seq": seq})
-    return results(events, known)
+    return records_in_order(events, known)
 
 
 def thread_params(
@@ -127,46 +135,24 @@ def thread_params(
     }
 
 
-def results(events: Sequence[NewEvent], known: Mapping[str, RunEvent]) -> list[RunEvent]:
-    """The records in input order; an id repeated in the batch gets its own copy."""
-    result: list[RunEvent] = []
-    seen: set[str] = set()
-    for event in events:
-        record = known[event.event_id]  # new records are built from private prepared copies
-        result.append(record.model_copy(deep=True) if event.event_id in seen else record)
-        seen.add(event.event_id)
-    return result
-
-
-def read_op(
-    thread_id: str,
-    after_seq: int | None,
-    before_seq: int | None,
-    limit: int | None,
-    flt: EventFilter,
-) -> Op[list[RunEvent]]:
-    """Events of a thread within the cursors and filters, ascending (see the contract)."""
-    where, params = where_clause(thread_id, flt)
-    if after_seq is not None:
-        where += " AND seq > %s"
-        params.append(after_seq)
-    if before_seq is not None:
-        where += " AND seq < %s"
-        params.append(before_seq)
-    newest_first = before_seq is not None and limit is not None
-    query = (
+def read_op(query: ReadQuery) -> Op[list[RunEvent]]:
+    """The events ``query`` selects, ascending (see the contract)."""
+    where, params = where_clause(query)
+    statement = (
         f"SELECT {sql.EVENT_COLUMNS} FROM runjournal_events WHERE {where} "
-        f"ORDER BY seq {'DESC' if newest_first else 'ASC'} LIMIT %s"
+        f"ORDER BY seq {'DESC' if query.newest_first else 'ASC'} LIMIT %s"
     )
-    rows = yield query, [*params, limit]
+    rows = yield statement, [*params, query.limit]
     events = [to_event(row) for row in rows]
-    return events[::-1] if newest_first else events
+    return events[::-1] if query.newest_first else events
 
 
-def where_clause(thread_id: str, flt: EventFilter) -> tuple[str, list[Any]]:
-    """A WHERE clause for ``thread_id`` and ``flt`` (fixed column names, bound values)."""
-    where = "thread_id = %s"
-    params: list[Any] = [thread_id]
+def where_clause(query: ReadQuery) -> tuple[str, list[Any]]:
+    """A WHERE clause for ``query``'s thread, cursors and filter (fixed columns, bound values)."""
+    cursors, cursor_params = query.cursor_conditions("seq", "%s")
+    where = " AND ".join(["thread_id = %s", *cursors])
+    params: list[Any] = [query.thread_id, *cursor_params]
+    flt = query.filter
     for column, values in (
         ("category", flt.category),
         ("event_type", flt.event_type),
@@ -184,9 +170,9 @@ def last_seq_op(thread_id: str) -> Op[int]:
     return int(rows[0][0]) if rows else 0
 
 
-def count_op(thread_id: str, flt: EventFilter) -> Op[int]:
-    """How many events of ``thread_id`` pass ``flt``."""
-    where, params = where_clause(thread_id, flt)
+def count_op(query: ReadQuery) -> Op[int]:
+    """How many events of ``query``'s thread pass its filter."""
+    where, params = where_clause(query)
     [(count,)] = yield f"SELECT count(*) FROM runjournal_events WHERE {where}", params
     return int(count)
 
@@ -207,22 +193,35 @@ def list_threads_op(limit: int | None, offset: int) -> Op[list[ThreadSummary]]:
     ]
 
 
-def list_runs_op(thread_id: str) -> Op[list[RunSummary]]:
-    """Run summaries of ``thread_id`` in order of their first event."""
-    rows = yield sql.LIST_RUNS, (thread_id,)
-    return [
-        RunSummary(
-            run_id=run_id,
-            thread_id=thread_id,
-            first_seq=first_seq,
-            last_seq=last_seq,
-            event_count=count,
-            started_at=started.astimezone(UTC),
-            last_event_at=last.astimezone(UTC),
-            status=_status(lifecycle),
-        )
-        for run_id, first_seq, last_seq, count, started, last, lifecycle in rows
-    ]
+def list_runs_page_op(query: ReadQuery) -> Op[list[RunSummary]]:
+    """The runs ``query`` selects by ``first_seq``: one range of the page index."""
+    cursors, params = query.cursor_conditions("first_seq", "%s")
+    where = " AND ".join(["thread_id = %s", *cursors])
+    order = "DESC" if query.newest_first else "ASC"
+    statement = f"{RUN_SELECT} WHERE {where} ORDER BY first_seq {order} LIMIT %s"
+    rows = yield statement, [query.thread_id, *params, query.limit]
+    runs = [run_from_row(row).summary() for row in rows]
+    return runs[::-1] if query.newest_first else runs
+
+
+def get_run_op(run_id: str, thread_id: str | None) -> Op[RunSummary | None]:
+    """The run ``run_id`` (of ``thread_id``), the first started of them if several."""
+    where, params = "run_id = %s", [run_id]
+    if thread_id is not None:
+        where += " AND thread_id = %s"
+        params.append(thread_id)
+    rows = yield (
+        f'{RUN_SELECT} WHERE {where} ORDER BY started_at, thread_id COLLATE "C" LIMIT 1',
+        params,
+    )
+    return run_from_row(rows[0]).summary() if rows else None
+
+
+def read_usage_op(thread_id: str) -> Op[ThreadUsage]:
+    """The usage buckets of ``thread_id`` (the total one holds its run count)."""
+    rows = yield USAGE_SELECT, (thread_id,)
+    runs = next((int(row[-1]) for row in rows if (row[0], row[1]) == TOTAL), 0)
+    return thread_usage(thread_id, [usage_counts(row) for row in rows], runs)
 
 
 def delete_thread_op(thread_id: str) -> Op[int]:
@@ -245,4 +244,21 @@ def migrate_op() -> Op[int]:
     for index in range(version, sql.SCHEMA_VERSION):
         yield sql.MIGRATIONS[index], None
         yield sql.INSERT_VERSION, (index + 1,)
+    if version < sql.RUNS_SINCE:
+        yield from backfill_runs_op()
     return sql.SCHEMA_VERSION - int(version)
+
+
+def backfill_runs_op() -> Op[None]:
+    """Fill the (empty) runs and usage tables from every stored event, thread by thread."""
+    threads = yield "SELECT thread_id FROM runjournal_thread_heads", None
+    for (thread_id,) in threads:
+        projection, after = Projection(), 0
+        while rows := (yield sql.EVENTS_AFTER, (thread_id, after, _BACKFILL_PAGE)):
+            for row in rows:
+                event = to_event(row)
+                projection.add(event.seq, event)
+            after = rows[-1][1]
+        params = {"thread_id": thread_id, "new_runs": len(projection.runs)}
+        params.update(runs_params(thread_id, projection))
+        yield sql.BACKFILL_RUNS, params

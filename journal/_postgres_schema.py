@@ -23,15 +23,25 @@ Storage choices:
   Thread heads are deleted with their thread only, and a deferred constraint trigger checks
   at commit that every head written equals its thread's last seq (``UPDATE`` of a head that
   would open a gap fails). No role but the owner gets UPDATE/DELETE/TRUNCATE from the schema.
+* Runs and usage (version 3) are kept by every append, in the statement that inserts its
+  events (:mod:`journal._postgres_runs`): ``runjournal_runs``, one row per ``(thread_id,
+  run_id)`` (pages by ``(thread_id, first_seq)``, lookups by ``run_id``), and
+  ``runjournal_thread_usage``, a thread's token usage in buckets ``(scope, key)`` — the
+  total (which also counts the thread's runs), each model, each caller. They are deleted
+  only with their thread; a database older than :data:`RUNS_SINCE` has them filled from its
+  events when it is migrated.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from journal._postgres_runs import runs_upsert, usage_upsert
+
 __all__ = [
     "ADVISORY_LOCK_KEY",
     "MIGRATIONS",
+    "RUNS_SINCE",
     "SCHEMA_VERSION",
 ]
 
@@ -145,9 +155,86 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     $$;
     REVOKE UPDATE, DELETE, TRUNCATE ON runjournal_events, runjournal_thread_heads FROM PUBLIC;
     """,
+    # 3: runs and usage kept at append (list_runs pages, get_run by id, read_usage); deleted
+    # only with their thread, by runjournal_delete_thread
+    """
+    CREATE TABLE runjournal_runs (
+        thread_id            text        NOT NULL,
+        run_id               text        NOT NULL,
+        first_seq            bigint      NOT NULL,
+        last_seq             bigint      NOT NULL,
+        started_at           timestamptz NOT NULL,
+        last_event_at        timestamptz NOT NULL,
+        event_count          bigint      NOT NULL,
+        lifecycle            text,
+        ended_at             timestamptz,
+        terminal_duration_ms float8,
+        error_type           text,
+        error                text,
+        models               text[]      NOT NULL,
+        input_tokens         bigint      NOT NULL,
+        output_tokens        bigint      NOT NULL,
+        total_tokens         bigint      NOT NULL,
+        cache_read_tokens    bigint      NOT NULL,
+        reasoning_tokens     bigint      NOT NULL,
+        llm_calls            bigint      NOT NULL,
+        tool_calls           bigint      NOT NULL,
+        first_human          text,
+        last_ai              text,
+        PRIMARY KEY (thread_id, run_id)
+    );
+    CREATE UNIQUE INDEX runjournal_runs_page ON runjournal_runs (thread_id, first_seq);
+    CREATE INDEX runjournal_runs_run_id
+        ON runjournal_runs (run_id, started_at, thread_id COLLATE "C");
+    CREATE TABLE runjournal_thread_usage (
+        thread_id         text   NOT NULL,
+        scope             text   NOT NULL,
+        key               text   NOT NULL,
+        calls             bigint NOT NULL,
+        input_tokens      bigint NOT NULL,
+        output_tokens     bigint NOT NULL,
+        total_tokens      bigint NOT NULL,
+        cache_read_tokens bigint NOT NULL,
+        reasoning_tokens  bigint NOT NULL,
+        runs              bigint NOT NULL,
+        PRIMARY KEY (thread_id, scope, key)
+    );
+    CREATE TRIGGER runjournal_runs_no_delete
+        BEFORE DELETE OR TRUNCATE ON runjournal_runs
+        FOR EACH STATEMENT EXECUTE FUNCTION runjournal_events_append_only();
+    CREATE TRIGGER runjournal_thread_usage_no_delete
+        BEFORE DELETE OR TRUNCATE ON runjournal_thread_usage
+        FOR EACH STATEMENT EXECUTE FUNCTION runjournal_events_append_only();
+    CREATE OR REPLACE FUNCTION runjournal_delete_thread(p_thread_id text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    DECLARE
+        deleted bigint;
+    BEGIN
+        -- waits for in-flight appends of the thread; no head, no event: a first append in
+        -- flight is invisible here and commits after this delete, whole
+        PERFORM 1 FROM runjournal_thread_heads WHERE thread_id = p_thread_id FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN 0;
+        END IF;
+        PERFORM set_config('runjournal.allow_delete', 'on', true);
+        WITH gone AS (
+            DELETE FROM runjournal_events WHERE thread_id = p_thread_id RETURNING 1
+        ) SELECT count(*) INTO deleted FROM gone;
+        DELETE FROM runjournal_runs WHERE thread_id = p_thread_id;
+        DELETE FROM runjournal_thread_usage WHERE thread_id = p_thread_id;
+        DELETE FROM runjournal_thread_heads WHERE thread_id = p_thread_id;
+        PERFORM set_config('runjournal.allow_delete', 'off', true);
+        RETURN deleted;
+    END;
+    $$;
+    REVOKE UPDATE, DELETE, TRUNCATE ON runjournal_runs, runjournal_thread_usage FROM PUBLIC;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
+#: A database migrated from a version below this one gets its runs and usage filled from its
+#: events (raise it with a migration that changes what they hold).
+RUNS_SINCE: Final = 3
 
 CREATE_VERSION_TABLE: Final = """
 CREATE TABLE IF NOT EXISTS runjournal_schema_version (
@@ -171,10 +258,12 @@ SELECT_EXISTING: Final = (
 
 # Appends the events of one thread in one statement: bumps the thread's head row by
 # %(count)s (the row stays locked until commit, which serialises writers of the thread and
-# rolls the bump back with a failed batch) and inserts the events numbered from the old head
-# on, in array order. Returns the new last seq. last_event_at is the created_at of the
-# thread's highest seq, as list_threads reports it.
-APPEND_THREAD: Final = """
+# rolls the bump back with a failed batch), inserts the events numbered from the old head
+# on, in array order, and merges the batch's runs and usage into the stored ones (they read
+# the head, so they run once it is locked). Returns the new last seq. last_event_at is the
+# created_at of the thread's highest seq, as list_threads reports it.
+_BEFORE_BATCH: Final = "head.last_seq - %(count)s::bigint"
+APPEND_THREAD: Final = f"""
 WITH head AS (
     INSERT INTO runjournal_thread_heads AS h (thread_id, last_seq, last_event_at)
     VALUES (%(thread_id)s, %(count)s::bigint, %(last_event_at)s)
@@ -193,37 +282,38 @@ WITH head AS (
         %(created_at)b::timestamptz[]
     ) WITH ORDINALITY
       AS e(event_id, run_id, category, event_type, content, metadata, created_at, n)
+), runs AS (
+    {runs_upsert(_BEFORE_BATCH, "head, ")}
+), usage AS (
+    {usage_upsert(f"(SELECT count(*) FROM runs, head WHERE runs.first_seq > {_BEFORE_BATCH})")}
 )
 SELECT last_seq FROM head
 """
+#: The runs and usage of a whole thread, from its stored events (a migration's backfill):
+#: ``r_first_seq``/``r_last_seq`` are the seqs themselves, ``new_runs`` the thread's runs.
+BACKFILL_RUNS: Final = f"WITH runs AS ({runs_upsert('0')}) {usage_upsert('%(new_runs)s::bigint')}"
+
+#: A page of a thread's events after a seq, in seq order (parameters: thread, seq, limit).
+EVENTS_AFTER: Final = (
+    f"SELECT {EVENT_COLUMNS} FROM runjournal_events WHERE thread_id = %s AND seq > %s "
+    "ORDER BY seq LIMIT %s"
+)
 
 SELECT_LAST_SEQ: Final = "SELECT last_seq FROM runjournal_thread_heads WHERE thread_id = %s"
 
 #: The only way to delete: a whole thread, events and head, in one SECURITY DEFINER call.
 DELETE_THREAD: Final = "SELECT runjournal_delete_thread(%s)"
 
-# Thread summaries from the head table (recency order via its index); the per-thread
-# subqueries use the (thread_id, run_id, seq) index and the (thread_id, seq) unique index.
+# Thread summaries from the head table (recency order via its index); the run count is the
+# total usage bucket's, the first event time a lookup in the (thread_id, seq) unique index.
 LIST_THREADS: Final = """
 SELECT h.thread_id, h.last_seq,
-       (SELECT count(DISTINCT e.run_id) FROM runjournal_events e
-         WHERE e.thread_id = h.thread_id),
+       coalesce((SELECT u.runs FROM runjournal_thread_usage u
+                  WHERE u.thread_id = h.thread_id AND u.scope = 'total' AND u.key = ''), 0),
        (SELECT e.created_at FROM runjournal_events e
          WHERE e.thread_id = h.thread_id AND e.seq = 1),
        h.last_event_at
 FROM runjournal_thread_heads h
 ORDER BY h.last_event_at DESC, h.thread_id COLLATE "C" DESC
 LIMIT %s OFFSET %s
-"""
-
-LIST_RUNS: Final = """
-SELECT run_id, min(seq), max(seq), count(*),
-       (array_agg(created_at ORDER BY seq))[1],
-       (array_agg(created_at ORDER BY seq DESC))[1],
-       (array_agg(event_type ORDER BY seq DESC)
-            FILTER (WHERE category = 'lifecycle'))[1]
-FROM runjournal_events
-WHERE thread_id = %s
-GROUP BY run_id
-ORDER BY min(seq)
 """

@@ -1,9 +1,8 @@
-"""Per-run and per-thread bookkeeping of a ``RunJournal`` (callback path: no I/O).
+"""Per-run bookkeeping of a ``RunJournal`` (callback path: no I/O).
 
 ``RunState`` is one root run; ``Node`` is any callback run under it (node chain, model call,
-tool call) with its attribution; ``ThreadState`` remembers, per conversation, which message
-ids are already journaled and which tool results wait for earlier calls of the same AI
-message (results enter the state in tool-call order, not completion order).
+tool call) with its attribution; ``ThreadStates`` keeps one object per conversation (see
+:mod:`journal._conversation`), bounded.
 """
 
 from __future__ import annotations
@@ -12,16 +11,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from langchain_core.messages import BaseMessage
+from typing import Any, Generic, TypeVar
 
 from journal._capture import add_usage
-from journal._edits import HeldWrite
 
-__all__ = ["Node", "RunState", "SpinLock", "ThreadState", "ThreadStates", "ToolOrder", "caller_for"]
+__all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for"]
+
+T = TypeVar("T")
 
 
 class SpinLock:
@@ -98,6 +96,12 @@ class Node:
     path: str = ""  # LangGraph's task path (a superstep applies writes in path order)
     base: Sequence[Any] | None = None  # the ``messages`` a node of the root graph read
     summarized: bool = False  # it dispatched a ``summarization`` event
+    task: Node | None = None  # the node of the root graph it runs in (itself when top)
+    is_tool: bool = False  # a tool call
+    in_tool: bool = False  # it runs inside a tool call
+    ended: bool = False  # a node of the root graph that has ended
+    # outputs of model calls made in this node of the root graph, waiting for it to end
+    outputs: list[Any] = field(default_factory=list)
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""
@@ -124,101 +128,25 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
     return caller, False
 
 
-class ToolOrder:
-    """Holds tool results until every earlier call of the same AI message has its result."""
+class ThreadStates(Generic[T]):
+    """A bounded LRU map ``thread_id -> T``, each made by ``factory(thread_id)`` when new."""
 
-    __slots__ = ("_expected", "_held", "paused", "step")
-
-    def __init__(self) -> None:
-        self._expected: list[str] = []
-        self._held: dict[str, list[BaseMessage]] = {}
-        self.step: int | None = None  # the superstep of the results seen so far
-        self.paused: Node | None = None  # the run that paused holding results, if any
-
-    @property
-    def pending(self) -> bool:
-        """Whether results are still held."""
-        return bool(self._expected)
-
-    def expect(self, call_ids: list[str]) -> list[BaseMessage]:
-        """Start a new AI message's calls; return what the previous one still held."""
-        released = self.release_all()
-        self._expected = call_ids
-        self.step = None
-        return released
-
-    def complete(self, call_id: str | None, messages: list[BaseMessage]) -> list[BaseMessage]:
-        """Record ``call_id``'s results; return every result now due, in call order."""
-        if call_id is None or call_id not in self._expected:
-            return messages
-        self._held[call_id] = messages
-        out: list[BaseMessage] = []
-        while self._expected and self._expected[0] in self._held:
-            out.extend(self._held.pop(self._expected.pop(0)))
-        return out
-
-    def settle(self, call_id: str | None) -> list[BaseMessage]:
-        """``call_id`` was answered out of band (already journaled): return what is now due."""
-        if call_id in self._expected:
-            self._expected.remove(call_id)
-        out: list[BaseMessage] = []
-        while self._expected and self._expected[0] in self._held:
-            out.extend(self._held.pop(self._expected.pop(0)))
-        return out
-
-    def release_all(self) -> list[BaseMessage]:
-        """Every held result in call order; forget the calls that never answered."""
-        out: list[BaseMessage] = []
-        for call_id in self._expected:
-            out.extend(self._held.pop(call_id, ()))
-        self._expected = []
-        self._held.clear()
-        self.paused = None
-        return out
-
-
-@dataclass(slots=True)
-class ThreadState:
-    """What the journal remembers of one conversation in this process.
-
-    ``order`` is the state's message ids as the journal has recorded them (what replay's state
-    view rebuilds); ``last`` the latest journaled object of each id and its content object then
-    (a node that returns the same object, its content not replaced, changed nothing);
-    ``fresh`` the ``(id, task path)`` of the messages
-    journaled since the current superstep started; ``held`` the edits of the current
-    superstep, waiting to be applied.
-    """
-
-    seen: set[str] = field(default_factory=set)
-    tools: ToolOrder = field(default_factory=ToolOrder)
-    order: dict[str, None] = field(default_factory=dict)
-    last: dict[str, tuple[BaseMessage, Any]] = field(default_factory=dict)
-    fresh: list[tuple[str, str]] = field(default_factory=list)
-    step: int | None = None
-    held: list[HeldWrite] = field(default_factory=list)
-    held_step: int | None = None
-    # messages written in a form the journal could not give an id: (node, message, caller)
-    unplaced: list[tuple[Any, BaseMessage, str]] = field(default_factory=list)
-
-
-class ThreadStates:
-    """A bounded LRU map ``thread_id -> ThreadState``."""
-
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, factory: Callable[[str], T], capacity: int = 4096) -> None:
+        self._factory = factory
         self._capacity = capacity
-        self._items: OrderedDict[str, ThreadState] = OrderedDict()
+        self._items: OrderedDict[str, T] = OrderedDict()
 
-    def get(self, thread_id: str) -> ThreadState:
+    def get(self, thread_id: str) -> T:
         """The state of ``thread_id`` (created when new; the least recent one is evicted)."""
         state = self._items.get(thread_id)
         if state is None:
-            state = self._items[thread_id] = ThreadState()
+            state = self._items[thread_id] = self._factory(thread_id)
             if len(self._items) > self._capacity:
                 self._items.popitem(last=False)
         else:
             self._items.move_to_end(thread_id)
         return state
 
-    def values(self) -> list[ThreadState]:
+    def values(self) -> list[T]:
         """Every remembered thread's state."""
         return list(self._items.values())

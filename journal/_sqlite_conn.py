@@ -113,15 +113,23 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 class ConnectionPool:
     """Connections to one SQLite file, each used by one thread at a time.
 
-    A thread takes an idle connection (or opens one) for the duration of one operation and
-    gives it back; at most ``max_idle`` idle connections are kept. ``close`` closes the idle
-    ones at once and every busy one when it is given back.
+    A thread takes an idle connection (or opens one, and runs ``prepare`` on it: e.g. to
+    register SQL functions) for the duration of one operation and gives it back; at most
+    ``max_idle`` idle connections are kept. ``close`` closes the idle ones at once and every
+    busy one when it is given back.
     """
 
     def __init__(
-        self, path: Path, *, busy_timeout_s: float, synchronous: str, max_idle: int = 8
+        self,
+        path: Path,
+        *,
+        busy_timeout_s: float,
+        synchronous: str,
+        max_idle: int = 8,
+        prepare: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         self.path = path
+        self._prepare = prepare
         self._busy_timeout_s = busy_timeout_s
         self._synchronous = synchronous
         self._max_idle = max_idle
@@ -140,6 +148,8 @@ class ConnectionPool:
         try:
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")  # validated enum value
             conn.execute("PRAGMA foreign_keys = ON")
+            if self._prepare is not None:
+                self._prepare(conn)
         except BaseException:
             conn.close()
             raise

@@ -23,6 +23,13 @@ insert must take its thread's next seq with a new ``event_id`` (so ``INSERT OR R
 ``REPLACE INTO``, whose implicit delete fires no delete trigger, are refused), and a thread
 head's ``last_seq`` must equal its thread's last seq (an ``UPDATE thread_heads`` that would
 open a gap is refused; a head is deleted only with its thread).
+
+Version 4 adds what the store keeps about runs and usage, maintained by every append in the
+same transaction (:mod:`journal._sqlite_runs`): ``runs``, one row per ``(thread_id, run_id)``
+(the :mod:`journal._runs` fold; ``(thread_id, first_seq)`` pages ``list_runs``, ``run_id``
+finds a run by id alone), and ``thread_usage``, a thread's token usage in buckets ``(scope,
+key)``: the total, each model, each caller. Both go only with their thread, and a database
+older than :data:`RUNS_SINCE` has them filled from its events after migrating.
 """
 
 from __future__ import annotations
@@ -41,11 +48,10 @@ __all__ = [
     "GRANT_DELETE_SQL",
     "INSERT_EVENT_SQL",
     "LAST_SEQ_SQL",
-    "LIST_RUNS_SQL",
     "LIST_THREADS_SQL",
     "MIGRATIONS",
     "REVOKE_DELETE_SQL",
-    "RUN_KNOWN_SQL",
+    "RUNS_SINCE",
     "SCHEMA_VERSION",
     "SELECT_EVENTS_SQL",
     "migrate",
@@ -151,9 +157,47 @@ def _v3(db: Database) -> None:
         db.execute(statement)
 
 
+_RUNS_AND_USAGE: Final = (
+    "CREATE TABLE runs (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+    "first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, started_at INTEGER NOT NULL, "
+    "last_event_at INTEGER NOT NULL, event_count INTEGER NOT NULL, lifecycle TEXT, "
+    "ended_at INTEGER, terminal_duration_ms REAL, error_type TEXT, error TEXT, "
+    "models TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, "
+    "total_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL, "
+    "reasoning_tokens INTEGER NOT NULL, llm_calls INTEGER NOT NULL, "
+    "tool_calls INTEGER NOT NULL, first_human TEXT, last_ai TEXT, "
+    "PRIMARY KEY (thread_id, run_id))",
+    "CREATE UNIQUE INDEX runs_thread_first_seq ON runs (thread_id, first_seq)",
+    "CREATE INDEX runs_run_id ON runs (run_id, started_at, thread_id)",
+    "CREATE TABLE thread_usage (thread_id TEXT NOT NULL, scope TEXT NOT NULL, "
+    "key TEXT NOT NULL, calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, "
+    "output_tokens INTEGER NOT NULL, total_tokens INTEGER NOT NULL, "
+    "cache_read_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, "
+    "PRIMARY KEY (thread_id, scope, key)) WITHOUT ROWID",
+    "CREATE TRIGGER runs_delete_with_thread BEFORE DELETE ON runs "
+    "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal runs go only with their thread: use "
+    "delete_thread'); END",
+    "CREATE TRIGGER thread_usage_delete_with_thread BEFORE DELETE ON thread_usage "
+    "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal usage goes only with its thread: use "
+    "delete_thread'); END",
+)
+
+
+def _v4(db: Database) -> None:
+    # list_runs grouped every event of the thread, and runs could not be found by id: keep
+    # runs and usage at append time (filled from the events once, see RUNS_SINCE).
+    for statement in _RUNS_AND_USAGE:
+        db.execute(statement)
+
+
 #: Append-only; index + 1 is the schema version the migration produces.
-MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3)
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
+#: A database migrated from a version below this one gets its ``runs`` and ``thread_usage``
+#: rebuilt from its events (raise it with a migration that changes what they hold).
+RUNS_SINCE: Final = 4
 
 
 def read_version(db: Database) -> int:
@@ -191,7 +235,6 @@ BUMP_HEAD_SQL: Final = (
     "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
     "run_count = run_count + excluded.run_count"
 )
-RUN_KNOWN_SQL: Final = "SELECT 1 FROM events WHERE thread_id = ? AND run_id = ? LIMIT 1"
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
 DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"
 DELETE_HEAD_SQL: Final = "DELETE FROM thread_heads WHERE thread_id = ?"
@@ -200,14 +243,4 @@ REVOKE_DELETE_SQL: Final = "DELETE FROM delete_grants WHERE thread_id = ?"
 LIST_THREADS_SQL: Final = (
     "SELECT thread_id, last_seq, first_event_at, last_event_at, run_count FROM thread_heads "
     "ORDER BY last_event_at DESC, thread_id DESC LIMIT ? OFFSET ?"
-)
-LIST_RUNS_SQL: Final = (
-    "SELECT r.run_id, r.first_seq, r.last_seq, r.n, "
-    "(SELECT created_at FROM events WHERE thread_id = :t AND seq = r.first_seq), "
-    "(SELECT created_at FROM events WHERE thread_id = :t AND seq = r.last_seq), "
-    "(SELECT event_type FROM events WHERE thread_id = :t AND run_id = r.run_id "
-    " AND category = :lifecycle ORDER BY seq DESC LIMIT 1) "
-    "FROM (SELECT run_id, MIN(seq) AS first_seq, MAX(seq) AS last_seq, COUNT(*) AS n "
-    "      FROM events WHERE thread_id = :t GROUP BY run_id) AS r "
-    "ORDER BY r.first_seq"
 )

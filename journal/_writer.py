@@ -21,6 +21,11 @@ Guarantees:
   replay skips stored ``event_id`` values).
 * A human input message already stored in its thread (a history resent after a restart) is
   not written again (:mod:`journal._known_inputs`).
+* An event whose content is :class:`Later` is settled by the callback path shortly after it
+  was queued (whether a model's output is kept on its ``llm.end`` is known once the node that
+  made the call ends). The writer writes what comes before it and waits there, at most
+  ``SETTLE_LIMIT`` seconds (then it builds the content unsettled), so that no event overtakes
+  it.
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
   Anything dropped is reported to ``on_drop`` and logged, never silent.
 """
@@ -36,13 +41,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
-from journal._known_inputs import KnownInputs
+from journal._delivery import Delivery
 from journal._logging import get_logger
 from journal.events import new_event_id
-from journal.spool import Spool, recover_spool, spooled_threads
+from journal.spool import Spool
 from journal.store import RunEventStore
 
-__all__ = ["SKIP", "Extra", "Lazy", "Pending", "Writer"]
+__all__ = ["SETTLE_LIMIT", "SKIP", "Extra", "Later", "Lazy", "Pending", "Writer"]
 
 _log = get_logger(__name__)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -80,6 +85,26 @@ class Extra(NamedTuple):
 
 #: What a :class:`Lazy` returns when, on reflection, there is nothing to write.
 SKIP: Final = object()
+#: Seconds the writer waits for a :class:`Later` content to be settled before building it.
+SETTLE_LIMIT: Final = 1.0
+
+
+class Later:
+    """Content settled on the callback path after it was queued; built by the writer.
+
+    The writer does not build it (nor anything queued after it) until :attr:`settled` or
+    ``SETTLE_LIMIT`` seconds passed; :meth:`build` then returns the content (and may return
+    an :class:`Extra` or :data:`SKIP`, as a :class:`Lazy` does).
+    """
+
+    __slots__ = ("settled",)
+
+    def __init__(self) -> None:
+        self.settled = False
+
+    def build(self) -> Any:
+        """The content, settled or not (writer thread)."""
+        raise NotImplementedError
 
 
 class _Control:
@@ -126,12 +151,16 @@ class Writer:
         self.max_batch = max_batch
         self.max_buffer = max_buffer
         self.flush_interval = flush_interval
-        self.retry_delays = tuple(retry_delays)
-        self.down_cooldown = down_cooldown
         self.close_timeout = close_timeout
         self.on_drop = on_drop
         self.before_close = before_close
-        self.spooled_count = 0
+        self._delivery = Delivery(
+            store,
+            spool,
+            retry_delays=retry_delays,
+            down_cooldown=down_cooldown,
+            dropped=self._dropped,
+        )
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
         self._lock = threading.Lock()
@@ -141,9 +170,12 @@ class Writer:
         self._in_flight: list[Event] = []
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._spooled_threads: set[str] = set()
-        self._known_inputs = KnownInputs(store)
-        self._down_until = 0.0
+        self._waiting_since: float | None = None  # the writer waits for a Later to settle
+
+    @property
+    def spooled_count(self) -> int:
+        """How many events went to the spool because the store could not take them."""
+        return self._delivery.spooled_count
 
     # -- producer side (callback path: no I/O, O(1)) ---------------------------------------
 
@@ -163,6 +195,11 @@ class Writer:
         if not self._wake.is_set():
             self._wake.set()
 
+    def settled(self) -> None:
+        """A :class:`Later` content was settled: wake the writer if it waits for one."""
+        if self._waiting_since is not None:
+            self.wake()
+
     def flush(self, timeout: float | None = None) -> bool:
         """Block until everything queued before the call is written or spooled.
 
@@ -176,7 +213,7 @@ class Writer:
         Runs on the writer thread after everything queued before the call, so replayed events
         keep their place; once the spool is replayed, spooled threads write to the store again.
         """
-        control = _Control(self._replay)
+        control = _Control(self._delivery.replay)
         if not self._run_control(control, timeout):
             raise TimeoutError("the spool replay did not finish in time")
         if control.error is not None:
@@ -200,7 +237,7 @@ class Writer:
                 self.before_close()
             except Exception as e:
                 _log.error("journal_close_hook_failed", error_type=type(e).__name__)
-        done = self._run_control(_Control(self._drain_spool), budget)
+        done = self._run_control(_Control(self._delivery.drain_spool), budget)
         self._closed = True
         self._wake.set()
         ok = True if done else self._abandon()
@@ -213,6 +250,7 @@ class Writer:
         """Spool, from the calling thread, the batch in flight and everything still queued."""
         with self._state:
             self._abandoned = True
+            self._delivery.stop()
             events, self._in_flight = self._in_flight, []
             pending = [item for item in self._items if isinstance(item, Pending)]
             controls = [item for item in self._items if isinstance(item, _Control)]
@@ -223,7 +261,7 @@ class Writer:
         if not events:
             return True
         _log.warning("journal_close_spooling", path=str(self.spool.path), count=len(events))
-        return self._to_spool(events)
+        return self._delivery.to_spool(events)
 
     def _run_control(self, control: _Control, timeout: float | None) -> bool:
         if self._closed:  # no writer thread to hand it to: once it has stopped, run it here
@@ -252,7 +290,7 @@ class Writer:
     # -- writer thread ---------------------------------------------------------------------
 
     def _loop(self) -> None:
-        self._adopt_spool()
+        self._delivery.adopt_spool()
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
@@ -260,21 +298,7 @@ class Writer:
             if self._abandoned or (self._closed and not self._items):
                 return
             if not self._items:
-                self._drain_spool()  # idle: the store may be back
-
-    def _adopt_spool(self) -> None:
-        """A spool left by an earlier process: its threads wait for it to be replayed."""
-        if not self.spool.path.exists():  # the usual case: no lock file is made for nothing
-            return
-        try:
-            threads = spooled_threads(self.spool.path)
-        except OSError as e:
-            _log.error("journal_spool_unreadable", path=str(self.spool.path), error=str(e))
-            return
-        if threads:
-            _log.warning("journal_spool_found", path=str(self.spool.path), count=len(threads))
-            self._spooled_threads |= threads
-            self._drain_spool()
+                self._delivery.drain_spool()  # idle: the store may be back
 
     def _drain(self) -> None:
         while not self._abandoned:
@@ -288,6 +312,9 @@ class Writer:
                     if isinstance(item, _Control):
                         control = item
                         break
+                    if isinstance(item.content, Later) and self._wait_for(item.content):
+                        self._items.appendleft(item)  # it and what follows wait for it
+                        break
                     batch.append(item)
                 events = self._safe_build(batch)
                 self._in_flight = events
@@ -299,6 +326,19 @@ class Writer:
                 self._execute(control)
             elif not batch:
                 return
+
+    def _wait_for(self, later: Later) -> bool:
+        """Whether to stop at an unsettled ``later`` (until it settles or the limit passes)."""
+        if later.settled:
+            self._waiting_since = None
+            return False
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        if now - self._waiting_since < SETTLE_LIMIT and not self._closed:
+            return True
+        self._waiting_since = None
+        return False
 
     def _safe_build(self, batch: list[Pending]) -> list[Event]:
         try:
@@ -312,7 +352,7 @@ class Writer:
     def _safe_write(self, events: list[Event]) -> None:
         """Write ``events``; an unexpected failure drops them (counted, logged)."""
         try:
-            self._write(events)
+            self._delivery.write(events)
         except Exception as e:
             _log.error("journal_writer_failed", count=len(events), error_type=type(e).__name__)
             for event in events:
@@ -337,9 +377,12 @@ class Writer:
         for p in batch:
             content = p.content
             metadata = p.metadata
-            if type(content) is Lazy:
+            if type(content) is Lazy or isinstance(content, Later):
                 try:
-                    content = content.func(*content.args)
+                    if isinstance(content, Later):
+                        content = content.build()
+                    else:
+                        content = content.func(*content.args)
                 except Exception:  # a broken object must not stop the writer
                     _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
                     self._dropped(p.run_id, 1)
@@ -362,96 +405,6 @@ class Writer:
                 }
             )
         return events
-
-    def _store_down(self) -> bool:
-        return time.monotonic() < self._down_until
-
-    def _write(self, events: list[Event]) -> None:
-        if self._spooled_threads:
-            self._drain_spool()  # the spool first: its events happened before these
-        events = self._known_inputs.drop_repeats(events, ask_store=not self._store_down())
-        if self._store_down():
-            to_spool, to_store = events, []
-        else:
-            to_spool = [e for e in events if e["thread_id"] in self._spooled_threads]
-            to_store = [e for e in events if e["thread_id"] not in self._spooled_threads]
-        if to_store and not self._append_with_retry(to_store):
-            self._down_until = time.monotonic() + self.down_cooldown
-            to_spool = [*to_spool, *to_store]
-            to_spool.sort(key=lambda e: e["created_at"])  # keep buffer order across the split
-        if to_spool and not self._abandoned:  # abandoned: close spooled the batch already
-            self._to_spool(to_spool)
-
-    def _append_with_retry(self, events: list[Event]) -> bool:
-        for attempt, delay in enumerate((*self.retry_delays, None)):
-            try:
-                self.store.append(events)
-                return True
-            except (ValueError, TypeError):
-                return self._append_one_by_one(events)
-            except Exception as e:
-                _log.warning(
-                    "journal_append_failed",
-                    attempt=attempt + 1,
-                    count=len(events),
-                    error_type=type(e).__name__,
-                )
-                if delay is None or self._abandoned:
-                    return False
-                time.sleep(delay)
-        return False  # pragma: no cover - the loop always returns
-
-    def _append_one_by_one(self, events: list[Event]) -> bool:
-        for event in events:
-            try:
-                self.store.append([event])
-            except (ValueError, TypeError):
-                _log.warning(
-                    "journal_event_rejected",
-                    run_id=event["run_id"],
-                    event_type=event["event_type"],
-                    count=1,
-                )
-                self._dropped(event["run_id"], 1)
-            except Exception:
-                return False  # pragma: no cover - the batch as a whole is retried later
-        return True
-
-    def _to_spool(self, events: list[Event]) -> bool:
-        try:
-            self.spool.append(events)
-        except OSError as e:
-            _log.error(
-                "journal_spool_failed",
-                path=str(self.spool.path),
-                count=len(events),
-                error_type=type(e).__name__,
-            )
-            for event in events:
-                self._dropped(event["run_id"], 1)
-            return False
-        self._spooled_threads.update(e["thread_id"] for e in events)
-        self.spooled_count += len(events)
-        _log.warning("journal_events_spooled", path=str(self.spool.path), count=len(events))
-        return True
-
-    def _drain_spool(self) -> None:
-        """Replay the spool if threads wait for it and the store may be back (never raises)."""
-        if not self._spooled_threads or self._store_down() or self._abandoned:
-            return
-        try:
-            count = self._replay()
-        except Exception as e:
-            self._down_until = time.monotonic() + self.down_cooldown
-            _log.info("journal_spool_drain_failed", error_type=type(e).__name__)
-            return
-        _log.info("journal_spool_drained", path=str(self.spool.path), count=count)
-
-    def _replay(self) -> int:
-        count = recover_spool(self.spool.path, self.store).events
-        self._spooled_threads.clear()
-        self._down_until = 0.0
-        return count
 
     def _dropped(self, run_id: str, count: int) -> None:
         if self.on_drop is not None:

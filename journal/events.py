@@ -3,16 +3,16 @@
 ``NewEvent`` is what callers append (no ``seq``); ``RunEvent`` is what stores return (with the
 per-thread ``seq`` the store assigned at commit). Validation errors are ``ValueError``
 (pydantic's ``ValidationError`` is one) and name the offending field.
+
+This is the public home of the event vocabulary; two parts live in private modules and are
+re-exported here: the id rules (:mod:`journal._ids`: ``validate_id``, ``new_event_id``,
+``journal_thread_id``…) and what stores report (:mod:`journal._summaries`: ``ThreadSummary``,
+``RunSummary``, ``ThreadUsage``, ``UsageTotals``).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
-import random
-import re
-import time
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -20,12 +20,29 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from journal._ids import (
+    MAPPED_THREAD_PREFIX,
+    MAX_ID_LENGTH,
+    journal_thread_id,
+    new_event_id,
+    utcnow,
+    valid_unicode,
+    validate_id,
+)
+from journal._summaries import (
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+    UsageTotals,
+    status_from_lifecycle,
+)
 from journal.catalog import TAG_RE
 from journal.encoding import NOT_PLAIN, PLAIN, Plain, plain_kind, to_jsonable
 
 __all__ = [
     "CATEGORIES",
     "FIXED_EVENT_TYPES",
+    "MAPPED_THREAD_PREFIX",
     "MAX_EVENT_TYPE_LENGTH",
     "MAX_ID_LENGTH",
     "OPEN_FAMILIES",
@@ -34,9 +51,13 @@ __all__ = [
     "RunEvent",
     "RunSummary",
     "ThreadSummary",
+    "ThreadUsage",
+    "UsageTotals",
     "journal_thread_id",
     "new_event_id",
+    "status_from_lifecycle",
     "utcnow",
+    "valid_unicode",
     "validate_id",
 ]
 
@@ -61,86 +82,8 @@ OPEN_FAMILIES: Final[dict[str, frozenset[str]]] = {
     "middleware": frozenset({"middleware"}),
 }
 
-MAX_ID_LENGTH: Final = 256
 MAX_EVENT_TYPE_LENGTH: Final = 128
 _TAG_RE: Final = TAG_RE  # the one tag rule (journal.catalog)
-_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
-_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
-
-
-_RANDOM = random.Random()  # seeded from os.urandom; reseeded in a forked child
-os.register_at_fork(after_in_child=_RANDOM.seed)
-_MS_MASK: Final = (1 << 48) - 1
-_LOW_MASK: Final = (1 << 62) - 1
-
-
-def new_event_id() -> str:
-    """A new event id: a UUID version 7 (RFC 9562) string, time-ordered by the millisecond.
-
-    Ids made one after the other sort together, so a store's unique index on ``event_id`` grows
-    at its end instead of at random places; 74 random bits keep them unique across processes.
-    """
-    random_bits = _RANDOM.getrandbits(74)
-    value = (
-        ((time.time_ns() // 1_000_000) & _MS_MASK) << 80
-        | 0x7 << 76
-        | (random_bits >> 62) << 64
-        | 0b10 << 62
-        | random_bits & _LOW_MASK
-    )
-    return str(uuid.UUID(int=value))
-
-
-def utcnow() -> datetime:
-    """The current time as a timezone-aware UTC datetime."""
-    return datetime.now(UTC)
-
-
-def valid_unicode(value: str) -> bool:
-    """Whether ``value`` has no lone surrogate, so it encodes as UTF-8 (every backend needs it)."""
-    return value.isascii() or _SURROGATE_RE.search(value) is None
-
-
-def validate_id(value: object, field: str) -> str:
-    """Return ``value`` if it is a usable id, else raise ``ValueError`` naming ``field``.
-
-    An id is a non-empty string of at most ``MAX_ID_LENGTH`` characters with no control
-    characters, no lone surrogates (invalid Unicode) and no leading or trailing whitespace.
-    """
-    if not isinstance(value, str):
-        raise ValueError(f"{field} must be a string, got {type(value).__name__}")
-    if not value:
-        raise ValueError(f"{field} must not be empty")
-    if len(value) > MAX_ID_LENGTH:
-        raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
-    if _CONTROL_RE.search(value):
-        raise ValueError(f"{field} must not contain control characters")
-    if not valid_unicode(value):
-        raise ValueError(f"{field} must be valid Unicode (it contains a lone surrogate)")
-    if value != value.strip():
-        raise ValueError(f"{field} must not start or end with whitespace")
-    return value
-
-
-#: Prefix of the journal id an unusable thread id is mapped to (see :func:`journal_thread_id`).
-MAPPED_THREAD_PREFIX: Final = "thread-sha256:"
-
-
-def journal_thread_id(value: str) -> str:
-    """``value`` if it is a valid id, else a stable valid id made from it.
-
-    A LangGraph ``thread_id`` may be any string; a journal id may not (see
-    :func:`validate_id`). An unusable one (surrounding whitespace, control characters, lone
-    surrogates, over ``MAX_ID_LENGTH`` characters, empty) maps to ``thread-sha256:<hex>``, the
-    SHA-256 of its UTF-8 bytes (lone surrogates escaped): the same input always maps to the
-    same id, and two inputs share one only if they are equal or one of them is itself a
-    mapped id chosen on purpose.
-    """
-    try:
-        return validate_id(value, "thread_id")
-    except ValueError:
-        raw = value.encode("utf-8", errors="surrogatepass")
-        return MAPPED_THREAD_PREFIX + hashlib.sha256(raw).hexdigest()
 
 
 def validate_event_type(category: str, event_type: str) -> str:
@@ -391,45 +334,3 @@ class EventFilter(BaseModel):
     def matches_nothing(self) -> bool:
         """True when some filter is an empty collection."""
         return any(f is not None and not f for f in (self.category, self.event_type, self.run_id))
-
-
-class ThreadSummary(BaseModel):
-    """One thread as ``list_threads`` reports it."""
-
-    thread_id: str
-    event_count: int
-    last_seq: int
-    run_count: int
-    first_event_at: datetime
-    last_event_at: datetime
-
-
-class RunSummary(BaseModel):
-    """One run of a thread as ``list_runs`` reports it.
-
-    ``status`` comes from the run's last lifecycle event: ``running`` (only ``run.start`` or
-    ``run.resume``), ``success`` (``run.end``), ``error``, ``cancelled``, ``interrupted``, or
-    ``unknown`` when the run has no lifecycle event.
-    """
-
-    run_id: str
-    thread_id: str
-    first_seq: int
-    last_seq: int
-    event_count: int
-    started_at: datetime
-    last_event_at: datetime
-    status: str
-
-
-def status_from_lifecycle(event_type: str | None) -> str:
-    """Map a run's last lifecycle ``event_type`` to a ``RunSummary.status``."""
-    return {
-        None: "unknown",
-        "run.start": "running",
-        "run.resume": "running",
-        "run.end": "success",
-        "run.error": "error",
-        "run.cancel": "cancelled",
-        "run.interrupt": "interrupted",
-    }.get(event_type, "unknown")

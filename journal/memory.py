@@ -1,20 +1,17 @@
-"""``MemoryEventStore``: the store contract in process memory, for tests and ephemeral use."""
+"""``MemoryEventStore``: the store contract in process memory, for tests and ephemeral use.
+
+Runs and usage are kept as the events arrive (:mod:`journal._runs`): a fold per run, in order
+of first seq, indexed by run id, and usage buckets per thread.
+"""
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Mapping, Sequence
 
-from journal.events import (
-    EventFilter,
-    NewEvent,
-    RunEvent,
-    RunSummary,
-    ThreadSummary,
-    status_from_lifecycle,
-)
-from journal.store import RunEventStore
+from journal._runs import Buckets, RunFold, add_buckets, by_first_seq, project, thread_usage
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
+from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["MemoryEventStore"]
@@ -33,6 +30,9 @@ class MemoryEventStore(RunEventStore):
         self._lock = threading.Lock()
         self._threads: dict[str, list[RunEvent]] = {}
         self._by_id: dict[str, RunEvent] = {}
+        self._runs: dict[str, list[RunFold]] = {}  # thread -> its runs by first seq
+        self._run_ids: dict[str, dict[str, RunFold]] = {}  # run id -> thread -> its run
+        self._usage: dict[str, Buckets] = {}
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         with self._lock:
@@ -50,39 +50,35 @@ class MemoryEventStore(RunEventStore):
                 record = RunEvent(**event.model_dump(), seq=seq)
                 staged[event.event_id] = record
                 result.append(record)
+            projection = project((r.seq, r) for r in staged.values())
             for record in staged.values():  # commit: nothing above can fail half-way
                 self._threads.setdefault(record.thread_id, []).append(record)
                 self._by_id[record.event_id] = record
+            for (thread, run_id), fold in projection.runs.items():
+                threads = self._run_ids.setdefault(run_id, {})
+                stored = threads.get(thread)
+                if stored is None:
+                    threads[thread] = fold
+                    self._runs.setdefault(thread, []).append(fold)
+                else:
+                    stored.merge(fold)
+            for thread, buckets in projection.usage().items():
+                add_buckets(self._usage.setdefault(thread, {}), buckets)
             return [r.model_copy(deep=True) for r in result]
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
         with self._lock:
-            events = self._threads.get(thread_id, [])
-            start = 0 if after_seq is None else bisect.bisect_right(events, after_seq, key=_seq)
-            stop = (
-                len(events)
-                if before_seq is None
-                else bisect.bisect_left(events, before_seq, key=_seq)
-            )
-            window = [e for e in events[start:stop] if flt.matches(e)]
-            if limit is not None:
-                window = window[-limit:] if before_seq is not None else window[:limit]
+            events = self._threads.get(query.thread_id, [])
+            window = query.window(events, _seq, query.filter.matches)
             return [e.model_copy(deep=True) for e in window]
 
     def _last_seq(self, thread_id: str) -> int:
         with self._lock:
             return len(self._threads.get(thread_id, ()))
 
-    def _count(self, thread_id: str, flt: EventFilter) -> int:
+    def _count(self, query: ReadQuery) -> int:
         with self._lock:
-            return sum(1 for e in self._threads.get(thread_id, ()) if flt.matches(e))
+            return sum(1 for e in self._threads.get(query.thread_id, ()) if query.filter.matches(e))
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         with self._lock:
@@ -91,7 +87,7 @@ class MemoryEventStore(RunEventStore):
                     thread_id=thread_id,
                     event_count=len(events),
                     last_seq=events[-1].seq,
-                    run_count=len({e.run_id for e in events}),
+                    run_count=len(self._runs.get(thread_id, ())),
                     first_event_at=events[0].created_at,
                     last_event_at=events[-1].created_at,
                 )
@@ -102,40 +98,48 @@ class MemoryEventStore(RunEventStore):
         end = None if limit is None else offset + limit
         return summaries[offset:end]
 
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
         with self._lock:
-            events = list(self._threads.get(thread_id, ()))
-        runs: dict[str, list[RunEvent]] = {}
-        for event in events:
-            runs.setdefault(event.run_id, []).append(event)
-        summaries = []
-        for run_id, run_events in runs.items():
-            lifecycle = [e.event_type for e in run_events if e.category == "lifecycle"]
-            summaries.append(
-                RunSummary(
-                    run_id=run_id,
-                    thread_id=thread_id,
-                    first_seq=run_events[0].seq,
-                    last_seq=run_events[-1].seq,
-                    event_count=len(run_events),
-                    started_at=run_events[0].created_at,
-                    last_event_at=run_events[-1].created_at,
-                    status=status_from_lifecycle(lifecycle[-1] if lifecycle else None),
-                )
+            runs = query.window(self._runs.get(query.thread_id, []), by_first_seq)
+            return [run.summary() for run in runs]
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        with self._lock:
+            threads = self._run_ids.get(run_id, {})
+            if thread_id is not None:
+                run = threads.get(thread_id)
+                return None if run is None else run.summary()
+            runs = sorted(threads.values(), key=lambda r: (r.started_at, r.thread_id))
+            return runs[0].summary() if runs else None
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        with self._lock:
+            buckets = self._usage.get(thread_id, {})
+            return thread_usage(
+                thread_id,
+                [(scope, key, dict(counts)) for (scope, key), counts in buckets.items()],
+                len(self._runs.get(thread_id, ())),
             )
-        return summaries
 
     def _delete_thread(self, thread_id: str) -> int:
         with self._lock:
             events = self._threads.pop(thread_id, [])
             for event in events:
                 self._by_id.pop(event.event_id, None)
+            for run in self._runs.pop(thread_id, []):
+                self._run_ids[run.run_id].pop(thread_id, None)
+                if not self._run_ids[run.run_id]:
+                    del self._run_ids[run.run_id]
+            self._usage.pop(thread_id, None)
             return len(events)
 
     def _close(self) -> None:
         with self._lock:
             self._threads.clear()
             self._by_id.clear()
+            self._runs.clear()
+            self._run_ids.clear()
+            self._usage.clear()
 
 
 def _seq(event: RunEvent) -> int:

@@ -14,144 +14,38 @@ run ends, fails or is cancelled); store failures never reach the run (retry unde
 ``event_id``, then the spool, see :mod:`journal.spool`); anything dropped is counted in the
 run's terminal event (``dropped_events``) and logged.
 
-Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
-the trace, message and middleware categories carries ``caller`` (``"agent"``,
-``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
-``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node).
+The events it writes, their content and metadata: :mod:`journal.event_catalog`.
 
-lifecycle
-  ``run.start``      content ``{"graph", "input": {"kind", "keys", "message_count"} | {"kind":
-                     "command", "resume"}}``; metadata ``{"thread_id_source"}``, plus
-                     ``thread_id_original`` when the thread id was no valid journal id
-                     (surrounding spaces, control characters, too long): the run is then
-                     journaled under ``journal.events.journal_thread_id(original)``.
-  ``run.end``        content ``{"status": "success", "duration_ms", "usage", "usage_by_model",
-                     "message_counts", "dropped_events"}``; ``usage`` has ``input_tokens``,
-                     ``output_tokens``, ``total_tokens``, ``cache_read_tokens``;
-                     ``usage_by_model[model]`` the same plus ``calls``; ``message_counts`` maps
-                     ``human``/``ai``/``tool`` to the messages this run journaled.
-  ``run.error``      the ``run.end`` content with ``status: "error"``, ``error_type``, ``error``.
-                     Once per run (the root's failure), never per nested chain.
-  ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
-                     (``CancelledError`` / ``KeyboardInterrupt``).
-  ``run.interrupt``  the ``run.end`` content with ``status: "interrupted"``, ``interrupts``
-                     (``[{"id", "value"}]``) and ``checkpoint_id``. A paused run has no
-                     ``run.end``: ``run.interrupt`` is its last lifecycle event.
-  ``run.resume``     content ``{"checkpoint_id", "status"}``; the resumed run also starts with
-                     ``run.start``.
-
-message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
-the message has in the LangGraph state; metadata ``digest``: its digest, see
-:mod:`journal.digests`)
-  ``message.human``  the run's new input messages, at run start; an id already journaled in
-                     the thread is never recorded again (callers that resend the history;
-                     after a restart the writer checks the store once per thread), nor is a
-                     resent summary message. The messages of a ``Command`` input's
-                     ``update`` are new: each is journaled (``message.*`` of its type).
-                     Input messages without an id get one in place before LangGraph maps the
-                     input, so the state keeps it. metadata ``caller: "user"``.
-  ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
-                     ``messages``: model answers, tool results (``ToolMessage``, the messages
-                     of a returned ``Command``, error results as ``status: "error"``), in the
-                     state's order: the results of parallel calls in the order of the calls.
-                     Messages a middleware hook adds (e.g. the result of a call a human
-                     rejected) carry ``caller: "middleware:<Class>"``. metadata adds
-                     ``message_id`` and, for tools, ``tool_call_id``. Messages of nested
-                     graphs (subagents) are not the thread's messages: they appear as traces
-                     only, unless the nested graph is a node whose output the parent state
-                     takes in.
-                     A node that writes a message under an id the state holds replaces it:
-                     journaled again with metadata ``replacement: true`` when its content
-                     changed (a node that resends the same objects journals nothing).
-                     A call whose tool interrupts keeps its place: later results wait for
-                     the resumed run; if the journal closes first (a restart), they are
-                     journaled at close, ahead of the resumed call's result.
-                     A message a node edits in place and writes back is a replacement (its
-                     content object changed). A message written in a form the journal cannot
-                     give an id (a bare string or tuple as the whole write) is journaled
-                     once the state shows the id LangGraph gave it.
-                     Known limits: a message mutated in place and not written back is not
-                     seen; a rewrite whose list repeats an id keeps it once.
-  ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
-                     summarization: content ``{"removed_message_ids"}`` for removals by id,
-                     ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
-                     rewrite (``RemoveMessage(REMOVE_ALL_MESSAGES)`` + a list: the state's
-                     order after it; its new messages follow as ``message.*`` events). Edits
-                     are journaled once LangGraph applied their superstep (when the next
-                     one starts or the root ends; a failed superstep's edits never are), in
-                     task-path order; when messages of other tasks of the step interleave,
-                     the step's last edit carries the whole order. A ``message.remove`` that
-                     removes nothing (``removed_message_ids: []``, ``state_message_ids``)
-                     only sets the state's order: written when the state LangGraph hands the
-                     next node (or the root's output) is ordered otherwise than the journal
-                     recorded it — parallel tasks journaled in completion order, writes of
-                     another journal, a graph without a checkpointer; the timeline skips it.
-                     An edit before a breakpoint (``interrupt_before``/``after``) is applied
-                     when the run pauses; one in a step a task interrupted, on resume.
-
-trace
-  ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
-                     prompt messages, text within 4 KiB], "omitted_messages"}``; metadata
-                     adds ``model``, ``parameters`` (scalar invocation parameters),
-                     ``message_count``, ``llm_run_id``, ``lc_source``, ``tags`` and
-                     ``context``: the exact record of the input (each message's id and
-                     digest, and inline the messages the thread's journal does not hold yet;
-                     see :mod:`journal.digests`), never cut by a content cap;
-                     ``history.replay(..., view="model")`` at its seq rebuilds the input.
-  ``llm.end``        content ``{"message_id", "tool_call_count"}``; metadata adds ``model``,
-                     ``usage``, ``latency_ms``, ``llm_run_id``.
-  ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,
-                     ``latency_ms``, ``llm_run_id``.
-  ``tool.start``     content ``{"name", "args"}``; metadata adds ``tool_call_id``,
-                     ``tool_run_id``.
-  ``tool.end``       content ``{"name", "output": {"text" (first 1000 chars), "status",
-                     "chars"}}``; metadata adds ``tool_call_id``, ``tool_run_id``,
-                     ``duration_ms``.
-  ``tool.error``     content ``{"name", "error_type", "error"}``; metadata as ``tool.end``.
-  ``custom:<name>``  content: the event's data; metadata adds ``name`` (the raw name; the tag
-                     has every character outside ``[A-Za-z0-9_.-/:]`` replaced by ``_``).
-
-middleware
-  ``middleware:summarize``  content: the ``summarization`` custom event's payload, as is
-                     (it is also recorded as ``custom:summarization``). Only for the root
-                     graph's middleware: a subagent's summarization is the trace alone.
-                     A rewrite by any other summarization middleware (its injected message
-                     has ``additional_kwargs["lc_source"] == "summarization"``: LangChain's
-                     ``SummarizationMiddleware`` and its subclasses) is inferred: the same
-                     payload fields (``trigger``/``tokens_*`` ``None``) plus
-                     ``state_message_ids``, metadata ``inferred: true``. One marker per
-                     compaction either way; the summary is never a ``message.human``.
-  ``middleware:<tag>``      from :meth:`RunJournal.record_middleware`: content ``{"name",
-                     "hook", "action", "changes"}``; metadata ``caller: "middleware:<name>"``.
+The handler itself is a thin surface: it turns each callback's arguments into plain values and
+tells :class:`journal._tracker.RunTracker` what happened; the tracker attributes and queues the
+events on :class:`journal._sink.EventSink`, and :class:`journal._writer.Writer` stores them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Final
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 from uuid import UUID
 
 from langchain_core.messages import BaseMessage
-from langgraph.callbacks import GraphInterruptEvent, GraphResumeEvent
-from langgraph.errors import GraphBubbleUp, GraphRecursionError
+from langgraph.callbacks import GraphCallbackHandler, GraphInterruptEvent, GraphResumeEvent
 
 from journal import _capture as cap
-from journal._edits import HeldWrite, task_order_key
-from journal._journal_core import MAX_TAG_LENGTH
-from journal._logging import get_logger
-from journal._run_state import Node, RunState
-from journal._trace_callbacks import TraceCallbacks
-from journal.events import journal_thread_id, validate_event_type
+from journal._contents import Contents
+from journal._sink import EventSink
+from journal._tracker import MAX_TAG_LENGTH, RunTracker
+from journal._writer import DEFAULT_CLOSE_TIMEOUT, Writer
+from journal.events import validate_event_type, validate_id
+from journal.spool import DEFAULT_SPOOL_PATH, Spool
+from journal.store import RunEventStore
 
 __all__ = ["RunJournal"]
 
-_log = get_logger(__name__)
-_CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
 
-
-class RunJournal(TraceCallbacks):
-    """Journals every run it is attached to into ``store`` (see the module docstring).
+class RunJournal(GraphCallbackHandler):
+    """Journals every run it is attached to into ``store`` (events: :mod:`journal.event_catalog`).
 
     Thread-safe and ``run_inline``: one instance serves concurrent sync and async runs.
     Construct it once, attach it to graphs, and call :meth:`close` (or use it as a context
@@ -165,6 +59,102 @@ class RunJournal(TraceCallbacks):
     A spool left by an earlier process is replayed before the threads it names are written
     again; spooled events are replayed by the journal itself once the store answers again.
     """
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(
+        self,
+        store: RunEventStore,
+        *,
+        thread_id: str | None = None,
+        spool_path: str | os.PathLike[str] = DEFAULT_SPOOL_PATH,
+        flush_interval: float = 0.1,
+        max_batch: int = 500,
+        max_buffer: int = 100_000,
+        retry_delays: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0),
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+    ) -> None:
+        if not isinstance(store, RunEventStore):
+            raise TypeError("store must be a RunEventStore (see journal.open_store)")
+        if not 0 < flush_interval <= 0.1:
+            raise ValueError("flush_interval must be > 0 and <= 0.1 seconds")
+        if max_batch < 1 or max_buffer < max_batch:
+            raise ValueError("max_batch must be >= 1 and max_buffer >= max_batch")
+        if any(d < 0 for d in retry_delays):
+            raise ValueError("retry_delays must be non-negative seconds")
+        if not close_timeout >= 0:
+            raise ValueError("close_timeout must be >= 0 seconds")
+        if thread_id is not None:
+            validate_id(thread_id, "thread_id")
+        self.store = store
+        self.thread_id = thread_id
+        self.spool = Spool(spool_path)
+        self._writer = Writer(
+            store,
+            self.spool,
+            max_batch=max_batch,
+            max_buffer=max_buffer,
+            flush_interval=flush_interval,
+            retry_delays=retry_delays,
+            close_timeout=close_timeout,
+            on_drop=lambda run_id, count: self._sink.writer_dropped(run_id, count),
+            before_close=lambda: self._tracker.closing(),
+        )
+        self._sink = EventSink(self._writer)
+        self._tracker = RunTracker(self._sink, Contents(store))
+
+    # -- public API ----------------------------------------------------------------------
+
+    @property
+    def dropped_events(self) -> int:
+        """How many events were dropped (buffer full, rejected by the store, unspoolable)."""
+        return self._sink.dropped_events
+
+    @property
+    def spooled_events(self) -> int:
+        """How many events went to the spool because the store could not take them."""
+        return self._writer.spooled_count
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every event recorded so far is in the store (or the spool).
+
+        Returns ``False`` if ``timeout`` seconds passed first.
+        """
+        return self._writer.flush(timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async :meth:`flush`: waits in a worker thread, never blocks the event loop."""
+        return await asyncio.to_thread(self._writer.flush, timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Store what is recorded, else spool it; stop the writer; later events are dropped.
+
+        Waits at most ``timeout`` seconds (``None``: the ``close_timeout`` option, 5 s by
+        default) for the store (and to replay the spool if the store is back); whatever is not
+        stored by then is written to the spool before ``close`` returns. The same runs when
+        the interpreter exits with the journal open. Returns ``False`` only if some event
+        could be neither stored nor spooled (counted in ``dropped_events`` and logged).
+        """
+        return self._writer.close(timeout)
+
+    async def aclose(self, timeout: float | None = None) -> bool:
+        """Async :meth:`close`."""
+        return await asyncio.to_thread(self._writer.close, timeout)
+
+    def replay_spool(self, timeout: float | None = None) -> int:
+        """Replay this journal's spool into its store, in order; return how many events.
+
+        Runs after every event queued before the call; afterwards threads that were spooling
+        write to the store again. Raises ``StoreError`` if the store still fails.
+        """
+        return self._writer.replay_spool(timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def record_middleware(
         self,
@@ -200,20 +190,11 @@ class RunJournal(TraceCallbacks):
                     "record_middleware needs the hook's config: call it inside a hook or pass "
                     "config="
                 ) from None
-        manager = config.get("callbacks")
-        parent = getattr(manager, "parent_run_id", None)
-        with self._lock:
-            node = self._nodes.get(parent) if parent is not None else None
-            if node is None:
-                raise ValueError(
-                    "record_middleware found no run journaled by this RunJournal for config; "
-                    "attach the journal to the graph's callbacks"
-                )
-            metadata = {**node.attribution(), "caller": f"middleware:{name}"}
-            content = {"name": name, "hook": hook, "action": action, "changes": changes}
-            self._emit(node.run, "middleware", f"middleware:{tag}", content, metadata)
+        hook_run = getattr(config.get("callbacks"), "parent_run_id", None)
+        content = {"name": name, "hook": hook, "action": action, "changes": changes}
+        self._tracker.middleware_recorded(hook_run, tag, content, name)
 
-    # -- chains (root run lifecycle, node outputs) ----------------------------------------
+    # -- callbacks: each tells the tracker what happened ------------------------------------
 
     def on_chain_start(
         self,
@@ -222,260 +203,144 @@ class RunJournal(TraceCallbacks):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A root starts (``run.start``, its new human input) or a node of its graph does."""
+        name = str(kwargs.get("name") or (serialized or {}).get("name") or "chain")
+        self._tracker.chain_started(
+            run_id, parent_run_id, name, inputs, metadata or {}, self.thread_id
+        )
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A node of the root graph journals the messages it writes; a root ``run.end``."""
+        self._tracker.chain_ended(run_id, outputs)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Root only: ``run.cancel`` (cancellation), ``run.interrupt`` or one ``run.error``."""
+        self._tracker.chain_failed(run_id, error)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Root: ``run.start`` and the new human input; node: remember its attribution.
+        """``llm.start`` with the ids of the messages sent; the prompt only within a cap."""
+        prompt = list(messages[0]) if messages else []
+        self._model_started(serialized, prompt, run_id, parent_run_id, tags, metadata, kwargs)
 
-        A chain is a root when this journal does not know its parent: it is attached to that
-        call (possibly made inside another runnable), not to its caller.
-        """
-        name = str(kwargs.get("name") or (serialized or {}).get("name") or "chain")
-        with self._lock:
-            if parent_run_id in self._finished:
-                self._forget(run_id)
-                return
-            if parent_run_id not in self._roots and parent_run_id not in self._nodes:
-                self._start_root(run_id, name, inputs, metadata or {})
-                return
-            node = self._child(run_id, parent_run_id, name, metadata)
-            if node is not None and node.top:
-                self._top_node_start(node, inputs, metadata or {})
-
-    def _top_node_start(self, node: Node, inputs: Any, metadata: dict[str, Any]) -> None:
-        """A node of the root graph starts: the steps before it are applied."""
-        thread = self._threads.get(node.run.thread_id)
-        new_step = node.step is not None and thread.step != node.step
-        # the journal's order can differ from the state's only after parallel writes, writes
-        # it could not place, or before this run (another journal, a graph without memory)
-        check = not node.run.synced or bool(thread.unplaced)
-        if new_step:
-            # a later superstep: LangGraph applied the earlier one's writes
-            if thread.held and (thread.held_step is None or node.step > thread.held_step):  # type: ignore[operator]
-                self._apply_held(thread)
-            check = check or len({path for _, path in thread.fresh}) > 1
-            thread.step = node.step
-            thread.fresh = []
-        tools = thread.tools
-        # a later superstep: every call of the earlier step is over
-        later = node.step is not None and tools.step is not None and node.step > tools.step
-        if tools.pending and later:
-            for message in tools.release_all():
-                self._emit_message(node, message, "agent")
-        if new_step and check:  # the state this node reads is the applied state
-            self._resync(thread, node.run, inputs)
-            node.run.synced = True
-        node.path = task_order_key(metadata.get("langgraph_path") or "")
-        if isinstance(inputs, dict):
-            base = inputs.get("messages")
-            node.base = base if isinstance(base, list) else None
-
-    def _start_root(self, run_id: UUID, name: str, inputs: Any, metadata: dict[str, Any]) -> None:
-        thread = metadata.get("thread_id")
-        source = "metadata"
-        if thread is None:
-            thread, source = self.thread_id, "constructor"
-        if thread is None:
-            thread, source = str(run_id), "run_id"
-            _log.warning("journal_run_without_thread", run_id=str(run_id))
-        start_metadata: dict[str, Any] = {"thread_id_source": source}
-        thread_id = journal_thread_id(str(thread))
-        if thread_id != str(thread):  # journaled under a valid stand-in, never dropped
-            start_metadata["thread_id_original"] = str(thread)
-            _log.warning("journal_thread_id_mapped", run_id=str(run_id), thread_id=thread_id)
-        run = RunState(run_id=str(run_id), thread_id=thread_id, graph=name)
-        self._roots[run_id] = run
-        self._runs_by_id[run.run_id] = run
-        content = {"graph": name, "input": cap.input_summary(inputs)}
-        self._emit(run, "lifecycle", "run.start", content, start_metadata)
-        user = Node(run=run, name=name, caller="user", node=None, step=None)
-        command = not isinstance(inputs, dict)  # a Command's update adds every message it has
-        thread = self._threads.get(run.thread_id)
-        thread.fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
-        for message in cap.assign_input_ids(inputs):
-            # a resent history's answers and summaries were journaled when they were produced
-            if (command or message.type == "human") and not cap.is_summary(message):
-                self._emit_message(user, message, "user")
-            else:
-                mid = str(message.id)
-                thread.seen.add(mid)
-                thread.order[mid] = None
-                thread.last[mid] = (message, message.content)
-
-    def on_chain_end(
+    def on_llm_start(
         self,
-        outputs: Any,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Node of the root graph: journal the messages it writes. Root: ``run.end``."""
-        with self._lock:
-            run = self._roots.get(run_id)
-            if run is not None:
-                self._finish_root(run_id, run, "run.end", run.summary("success"), state=outputs)
-                return
-            node = self._nodes.pop(run_id, None)
-            if node is None or not node.top:
-                return
-            if cap.removes_messages(outputs):
-                # an edit: journaled once LangGraph has applied the superstep (it may fail)
-                thread = self._threads.get(node.run.thread_id)
-                held = HeldWrite(node, node.path, cap.output_writes(outputs), node.base)
-                thread.held.append(held)
-                thread.held_step = node.step
-            elif node.caller == "agent":
-                self._node_messages(node, outputs)
-            else:
-                self._middleware_messages(node, outputs)
-            node.base = None  # the state it read is not ours to keep
+        """``llm.start`` of a completion model (it is sent text, not messages: no ids)."""
+        self._model_started(serialized, [], run_id, parent_run_id, tags, metadata, kwargs)
 
-    def _node_messages(self, node: Node, outputs: Any) -> None:
-        """Journal an agent node's new messages; tool results wait for earlier calls."""
-        tools = self._threads.get(node.run.thread_id).tools
-        answered = False
-        for message in cap.output_messages(outputs):
-            call_id = getattr(message, "tool_call_id", None)
-            if message.type == "tool" and call_id is not None:
-                answered = answered or call_id == node.tool_call_id
-                tools.step = node.step
-                ready = tools.complete(call_id, [message])
-            else:
-                ready = [message]
-            for item in ready:
-                self._emit_ai_or_tool(node, item)
-        if node.tool_call_id is not None and not answered:
-            tools.step = node.step
-            for item in tools.complete(node.tool_call_id, []):  # e.g. a Command without messages
-                self._emit_message(node, item, "agent")
-
-    def _middleware_messages(self, node: Node, outputs: Any) -> None:
-        """Journal new messages a middleware hook adds (e.g. a rejected call's tool result).
-
-        They enter the state at the hook's step, before any later tool result, so they are
-        journaled at once and their call stops holding later results back.
-        """
-        tools = self._threads.get(node.run.thread_id).tools
-        for message in cap.output_messages(outputs):
-            self._emit_ai_or_tool(node, message, str(node.caller))
-            if message.type == "tool":
-                for item in tools.settle(getattr(message, "tool_call_id", None)):
-                    self._emit_message(node, item, "agent")
-
-    def _emit_ai_or_tool(self, node: Node, message: BaseMessage, caller: str = "agent") -> None:
-        """Journal ``message``; a new AI message's tool calls set the order of their results."""
-        is_new = message.id not in self._threads.get(node.run.thread_id).seen
-        self._emit_message(node, message, caller, replace=True)
-        calls = getattr(message, "tool_calls", None)
-        if message.type == "ai" and calls and is_new:
-            tools = self._threads.get(node.run.thread_id).tools
-            for held in tools.expect([str(c.get("id")) for c in calls]):
-                self._emit_message(node, held, "agent")
-
-    def on_chain_error(
+    def _model_started(
         self,
-        error: BaseException,
+        serialized: dict[str, Any] | None,
+        prompt: list[BaseMessage],
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        md = metadata or {}
+        params = kwargs.get("invocation_params") or {}
+        model = str(
+            md.get("ls_model_name")
+            or params.get("model")
+            or params.get("model_name")
+            or (serialized or {}).get("name")
+            or "unknown"
+        )
+        parameters = cap.scalar_params(params)
+        self._tracker.model_started(
+            run_id, parent_run_id, model, parameters, prompt, list(tags or ()), md
+        )
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """``llm.end`` with usage, latency and model; usage adds to the run's totals."""
+        self._tracker.model_ended(run_id, cap.model_response(response))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """``llm.error`` (the run's ``run.error`` comes once, from the root)."""
+        self._tracker.model_failed(run_id, error)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Root only: ``run.cancel`` (cancellation), ``run.interrupt`` or one ``run.error``."""
-        with self._lock:
-            run = self._roots.get(run_id)
-            if run is None:
-                node = self._nodes.pop(run_id, None)
-                if node is not None and node.top and isinstance(error, GraphBubbleUp):
-                    node.run.task_interrupted = True  # its step is not applied until resumed
-                # an interrupted call is answered when the run resumes: keep its place
-                if (
-                    node is not None
-                    and node.tool_call_id is not None
-                    and not isinstance(error, GraphBubbleUp)
-                ):
-                    tools = self._threads.get(node.run.thread_id).tools
-                    for item in tools.complete(node.tool_call_id, []):
-                        self._emit_message(node, item, "agent")
-                return
-            if isinstance(error, _CANCEL_ERRORS):
-                content = {**run.summary("cancelled"), "reason": type(error).__name__}
-                self._finish_root(run_id, run, "run.cancel", content, applied=False)
-            elif type(error).__name__ in {"GraphInterrupt", "NodeInterrupt"}:
-                self._finish_root(run_id, run, "run.interrupt", self._interrupt_content(run, ()))
-            else:
-                content = {**run.summary("error"), **cap.error_summary(error)}
-                # out of steps: raised after the last superstep was applied
-                applied = isinstance(error, GraphRecursionError)
-                self._finish_root(run_id, run, "run.error", content, applied=applied)
+        """``tool.start`` with name and arguments."""
+        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+        args = inputs if inputs is not None else input_str
+        call_id = kwargs.get("tool_call_id")
+        self._tracker.tool_started(run_id, parent_run_id, name, call_id, args, metadata)
 
-    def _finish_root(
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """``tool.end`` with duration (the result message comes from the tools node)."""
+        self._tracker.tool_ended(run_id, output)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """``tool.error`` with duration and the error."""
+        self._tracker.tool_failed(run_id, error)
+
+    def on_retriever_start(
         self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
         run_id: UUID,
-        run: RunState,
-        event_type: str,
-        content: dict[str, Any],
-        applied: bool = True,
-        state: Any = None,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
-        """End a root run; ``applied``: LangGraph applied its last superstep's writes;
-        ``state``: the root's output (the final state of a graph)."""
-        del self._roots[run_id]
-        self._runs_by_id.pop(run.run_id, None)
-        paused = run.interrupted or event_type == "run.interrupt"
-        thread = self._threads.get(run.thread_id)
-        # a step a task paused in is applied when the run resumes; at a breakpoint
-        # (interrupt_before/after) LangGraph applied the step before pausing
-        if thread.held and not (paused and run.task_interrupted):
-            if applied or paused:
-                self._apply_held(thread)
-            else:
-                _log.warning("journal_edits_not_applied", run_id=run.run_id, count=len(thread.held))
-                thread.held = []
-        tools = thread.tools
-        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
-        if paused:  # its calls are answered when it resumes: keep their order (or see close)
-            tools.paused = holder
-        else:
-            for message in tools.release_all():
-                self._emit_message(holder, message, "agent")
-            self._resync(thread, run, state)
-        if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
-            self._emit(run, "lifecycle", event_type, content, {})
-        run.finished = True
-        self._forget(run_id)
-        for key in [k for k, n in self._nodes.items() if n.run is run]:
-            del self._nodes[key]
-            self._forget(key)
-        self._writer.wake()
+        """No event: the retriever run is tracked so the chains it runs stay inside the run."""
+        name = str(kwargs.get("name") or "retriever")
+        self._tracker.other_started(run_id, parent_run_id, name, metadata)
 
-    # -- human in the loop -----------------------------------------------------------------
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the retriever run."""
+        self._tracker.other_ended(run_id)
 
-    def _interrupt_content(self, run: RunState, interrupts: Any) -> dict[str, Any]:
-        items = [
-            {"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in interrupts
-        ]
-        return {**run.summary("interrupted"), "interrupts": items, "checkpoint_id": None}
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the retriever run."""
+        self._tracker.other_ended(run_id)
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """``custom:<name>``; the ``summarization`` event of a node of the root graph also
+        becomes ``middleware:summarize``."""
+        self._tracker.custom_event(name, data, run_id)
 
     def on_interrupt(self, event: GraphInterruptEvent) -> None:
         """The root graph paused for a human: ``run.interrupt`` (its last lifecycle event)."""
-        with self._lock:
-            run = self._roots.get(event.run_id) if event.run_id is not None else None
-            if run is None or event.checkpoint_ns or run.interrupted:
-                return
-            content = {
-                **self._interrupt_content(run, event.interrupts),
-                "checkpoint_id": event.checkpoint_id,
-            }
-            self._emit(run, "lifecycle", "run.interrupt", content, {})
-            run.interrupted = True
+        self._tracker.run_interrupted(
+            event.run_id, event.checkpoint_ns, event.interrupts, event.checkpoint_id
+        )
 
     def on_resume(self, event: GraphResumeEvent) -> None:
         """The root graph resumed from a checkpoint: ``run.resume``."""
-        with self._lock:
-            run = self._roots.get(event.run_id) if event.run_id is not None else None
-            if run is None or event.checkpoint_ns:
-                return
-            content = {"checkpoint_id": event.checkpoint_id, "status": event.status}
-            self._emit(run, "lifecycle", "run.resume", content, {})
+        self._tracker.run_resumed(
+            event.run_id, event.checkpoint_ns, event.checkpoint_id, event.status
+        )

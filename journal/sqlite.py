@@ -13,7 +13,9 @@ Guarantees on top of the ``RunEventStore`` contract:
   next seq with a new ``event_id`` (``INSERT OR REPLACE`` / ``REPLACE INTO`` included), and
   any change of ``thread_heads`` that would break seqs, whoever connects to the file.
 * **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
-  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor.
+  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor; a page
+  of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
+  ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
@@ -28,28 +30,21 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlite_utils import Database
 
+from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
-from journal.encoding import loads
+from journal._sqlite_rows import from_micros, row_to_event
+from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
-from journal.events import (
-    EventFilter,
-    NewEvent,
-    RunEvent,
-    RunSummary,
-    ThreadSummary,
-    construct,
-    status_from_lifecycle,
-)
-from journal.store import RunEventStore, encoded_texts
+from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
+from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
@@ -58,58 +53,17 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND: Final = timedelta(microseconds=1)
 _SYNCHRONOUS: Final = ("NORMAL", "FULL", "EXTRA")
 _MIN_SQLITE: Final = (3, 35, 0)  # RETURNING
-_ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
 
-Encoded = tuple[NewEvent, str, str, int]
 
-
-def _to_micros(value: datetime) -> int:
-    return (value - _EPOCH) // _MICROSECOND
-
-
-def _from_micros(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def _record(values: dict[str, Any]) -> RunEvent:
-    """A ``RunEvent`` from a stored row's values (validated on the way in): not re-validated."""
-    return construct(RunEvent, values)
-
-
-def _row_to_event(row: Sequence[Any]) -> RunEvent:
-    return _record(
-        {
-            "event_id": row[0],
-            "thread_id": row[1],
-            "run_id": row[3],
-            "category": row[4],
-            "event_type": row[5],
-            "content": loads(row[6]),
-            "metadata": loads(row[7]),
-            "created_at": _from_micros(row[8]),
-            "seq": row[2],
-        }
-    )
-
-
-def _where(
-    thread_id: str, after_seq: int | None, before_seq: int | None, flt: EventFilter
-) -> tuple[str, list[Any]]:
-    clauses = ["thread_id = ?"]
-    params: list[Any] = [thread_id]
-    if after_seq is not None:
-        clauses.append("seq > ?")
-        params.append(after_seq)
-    if before_seq is not None:
-        clauses.append("seq < ?")
-        params.append(before_seq)
+def _where(query: ReadQuery) -> tuple[str, list[Any]]:
+    cursors, cursor_params = query.cursor_conditions("seq", "?")
+    clauses = ["thread_id = ?", *cursors]
+    params: list[Any] = [query.thread_id, *cursor_params]
     for column in _FILTER_COLUMNS:
-        values: frozenset[str] | None = getattr(flt, column)
+        values: frozenset[str] | None = getattr(query.filter, column)
         if values is not None:
             clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
             params.extend(sorted(values))
@@ -157,7 +111,10 @@ class SqliteEventStore(RunEventStore):
         self.synchronous = synchronous.upper()
         self._retry_deadline = retry_deadline
         self._pool = ConnectionPool(
-            self.path, busy_timeout_s=busy_timeout, synchronous=self.synchronous
+            self.path,
+            busy_timeout_s=busy_timeout,
+            synchronous=self.synchronous,
+            prepare=runs.prepare_connection,
         )
         try:
             self._run("open the store", self._setup)
@@ -199,6 +156,8 @@ class SqliteEventStore(RunEventStore):
                 )
             if version < sql.SCHEMA_VERSION:
                 sql.migrate(db, version)
+                if version < sql.RUNS_SINCE:  # the runs and usage of the events already stored
+                    runs.rebuild(conn)
                 log.info(
                     "sqlite_schema_migrated",
                     path=str(self.path),
@@ -209,95 +168,7 @@ class SqliteEventStore(RunEventStore):
     # -- writes --------------------------------------------------------------------------------
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
-        encoded = [
-            (e, content, metadata, _to_micros(e.created_at))
-            for e, (content, metadata) in zip(events, encoded_texts(events), strict=True)
-        ]
-        return self._run("append events", lambda conn: self._append_tx(conn, encoded))
-
-    def _append_tx(self, conn: sqlite3.Connection, encoded: Sequence[Encoded]) -> list[RunEvent]:
-        try:  # optimistic: event ids are almost always new, so skip looking them up
-            return self._write(conn, encoded, look_up=False)
-        except sqlite3.IntegrityError as e:
-            if "event_id" not in str(e):
-                raise
-        return self._write(conn, encoded, look_up=True)  # a retry: some ids are stored
-
-    def _write(
-        self, conn: sqlite3.Connection, encoded: Sequence[Encoded], *, look_up: bool
-    ) -> list[RunEvent]:
-        """One transaction: insert the new events after each thread's head, then move it."""
-        with transaction(conn):
-            known: dict[str, RunEvent] = {}
-            if look_up:
-                known = self._by_event_ids(conn, {item[0].event_id for item in encoded})
-            new: dict[str, tuple[Encoded, int]] = {}  # event_id -> (item, index in thread)
-            spans: dict[str, list[int]] = {}  # thread -> [count, first_at, last_at, new runs]
-            runs: set[tuple[str, str]] = set()
-            for item in encoded:
-                event_id, thread = item[0].event_id, item[0].thread_id
-                if event_id in known or event_id in new:
-                    continue
-                span = spans.get(thread)
-                if span is None:
-                    span = spans[thread] = [0, item[3], item[3], 0]
-                span[0] += 1
-                span[2] = item[3]
-                new[event_id] = (item, span[0])
-                runs.add((thread, item[0].run_id))
-            for thread_run in runs:
-                if conn.execute(sql.RUN_KNOWN_SQL, thread_run).fetchone() is None:
-                    spans[thread_run[0]][3] += 1
-            base = {
-                thread: row[0]
-                if (row := conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone())
-                else 0
-                for thread in spans
-            }
-            conn.executemany(
-                sql.INSERT_EVENT_SQL,
-                [
-                    (e.event_id, e.thread_id, base[e.thread_id] + n, e.run_id, e.category,
-                     e.event_type, content, metadata, at)
-                    for (e, content, metadata, at), n in new.values()
-                ],
-            )  # fmt: skip
-            for thread, (count, first_at, last_at, new_runs) in spans.items():
-                # the head follows the events it counts
-                conn.execute(
-                    sql.BUMP_HEAD_SQL, (thread, base[thread] + count, first_at, last_at, new_runs)
-                )
-        for event_id, ((event, _, _, _), n) in new.items():
-            known[event_id] = _record(
-                {
-                    "event_id": event_id,
-                    "thread_id": event.thread_id,
-                    "run_id": event.run_id,
-                    "category": event.category,
-                    "event_type": event.event_type,
-                    "content": event.content,
-                    "metadata": event.metadata,
-                    "created_at": event.created_at,
-                    "seq": base[event.thread_id] + n,
-                }
-            )
-        result: list[RunEvent] = []
-        returned: set[str] = set()
-        for item in encoded:  # a repeated id gets its own copy: results never alias each other
-            record = known[item[0].event_id]
-            result.append(record.model_copy(deep=True) if record.event_id in returned else record)
-            returned.add(record.event_id)
-        return result
-
-    def _by_event_ids(self, conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, RunEvent]:
-        wanted = sorted(ids)
-        found: dict[str, RunEvent] = {}
-        for start in range(0, len(wanted), _ID_CHUNK):
-            chunk = wanted[start : start + _ID_CHUNK]
-            query = f"{sql.SELECT_EVENTS_SQL} WHERE event_id IN ({', '.join('?' * len(chunk))})"
-            for row in conn.execute(query, chunk):
-                found[row[0]] = _row_to_event(row)
-        return found
+        return self._run("append events", lambda conn: append_events(conn, events))
 
     def _delete_thread(self, thread_id: str) -> int:
         def delete(conn: sqlite3.Connection) -> int:
@@ -305,6 +176,8 @@ class SqliteEventStore(RunEventStore):
                 conn.execute(sql.GRANT_DELETE_SQL, (thread_id,))
                 deleted = conn.execute(sql.DELETE_EVENTS_SQL, (thread_id,)).rowcount
                 conn.execute(sql.DELETE_HEAD_SQL, (thread_id,))
+                conn.execute(runs.DELETE_RUNS_SQL, (thread_id,))
+                conn.execute(runs.DELETE_USAGE_SQL, (thread_id,))
                 conn.execute(sql.REVOKE_DELETE_SQL, (thread_id,))
             return int(deleted)
 
@@ -314,28 +187,19 @@ class SqliteEventStore(RunEventStore):
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        where, params = _where(thread_id, after_seq, before_seq, flt)
-        backwards = before_seq is not None and limit is not None
-        query = (
-            sql.SELECT_EVENTS_SQL + where + (" ORDER BY seq DESC" if backwards else " ORDER BY seq")
-        )
-        if limit is not None:
-            query += " LIMIT ?"
-            params.append(limit)
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        where, params = _where(query)
+        order = " ORDER BY seq DESC" if query.newest_first else " ORDER BY seq"
+        statement = sql.SELECT_EVENTS_SQL + where + order
+        if query.limit is not None:
+            statement += " LIMIT ?"
+            params.append(query.limit)
 
         def read(conn: sqlite3.Connection) -> list[RunEvent]:
-            return [_row_to_event(row) for row in conn.execute(query, params)]
+            return [row_to_event(row) for row in conn.execute(statement, params)]
 
         events = self._run("read events", read)
-        if backwards:
+        if query.newest_first:
             events.reverse()
         return events
 
@@ -345,8 +209,8 @@ class SqliteEventStore(RunEventStore):
         )
         return 0 if row is None else int(row[0])
 
-    def _count(self, thread_id: str, flt: EventFilter) -> int:
-        where, params = _where(thread_id, None, None, flt)
+    def _count(self, query: ReadQuery) -> int:
+        where, params = _where(query)
         row = self._run(
             "count events", lambda c: c.execute(sql.COUNT_SQL + where, params).fetchone()
         )
@@ -363,28 +227,20 @@ class SqliteEventStore(RunEventStore):
                 event_count=row[1],
                 last_seq=row[1],
                 run_count=row[4],
-                first_event_at=_from_micros(row[2]),
-                last_event_at=_from_micros(row[3]),
+                first_event_at=from_micros(row[2]),
+                last_event_at=from_micros(row[3]),
             )
             for row in rows
         ]
 
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        params = {"t": thread_id, "lifecycle": "lifecycle"}
-        rows = self._run("list runs", lambda c: c.execute(sql.LIST_RUNS_SQL, params).fetchall())
-        return [
-            RunSummary(
-                run_id=row[0],
-                thread_id=thread_id,
-                first_seq=row[1],
-                last_seq=row[2],
-                event_count=row[3],
-                started_at=_from_micros(row[4]),
-                last_event_at=_from_micros(row[5]),
-                status=status_from_lifecycle(row[6]),
-            )
-            for row in rows
-        ]
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
+        return self._run("list runs", lambda conn: runs.runs_page(conn, query))
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        return self._run("find a run", lambda conn: runs.get_run(conn, run_id, thread_id))
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        return self._run("read usage", lambda conn: runs.read_usage(conn, thread_id))
 
     def _close(self) -> None:
         self._pool.close()

@@ -17,6 +17,10 @@ Guarantees (every backend, checked by ``journal.testing.StoreContract``):
 * **Cursors.** ``after_seq`` keeps seq > after_seq; ``before_seq`` keeps seq < before_seq; both
   make a window. With ``before_seq`` set, ``limit`` keeps the *last* ``limit`` events of the
   window (the page just below the cursor); otherwise the first. Results always ascend by seq.
+* **Runs and usage.** ``list_runs`` pages runs by ``first_seq`` with the same cursor rule,
+  ``get_run`` finds a run by id alone, ``read_usage`` sums a thread's token usage; all of them
+  read out of the events by one projection (:mod:`journal._runs`) and agree with the events
+  stored so far, a running run's included.
 
 Sync and async methods come in pairs (``append``/``aappend``…). The async ones never block the
 event loop: by default they run the sync body in a worker thread; a backend with a native async
@@ -28,84 +32,35 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ParamSpec, Self, TypeVar
 
-from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
+from journal import _runs_default
+from journal._batch import EventLike, PreparedBatch, checked_caps, encoded_texts, prepare_batch
+from journal._query import FilterValue, ReadQuery, adapt_legacy_hook, check_cursor
 from journal.errors import StoreClosedError
 from journal.events import (
-    EventFilter,
     NewEvent,
     RunEvent,
     RunSummary,
     ThreadSummary,
-    prepare_mapping,
-    valid_unicode,
+    ThreadUsage,
     validate_id,
 )
-from journal.truncation import DEFAULT_CONTENT_CAPS, DEFAULT_METADATA_CAP, fit_content, fit_metadata
+from journal.truncation import DEFAULT_METADATA_CAP
 
-__all__ = ["EventLike", "FilterValue", "PreparedBatch", "RunEventStore", "encoded_texts"]
-
-EventLike = NewEvent | Mapping[str, Any]
-FilterValue = str | Iterable[str] | None
+__all__ = [
+    "EventLike",
+    "FilterValue",
+    "PreparedBatch",
+    "ReadQuery",
+    "RunEventStore",
+    "encoded_texts",
+]
 
 _DEFAULT_PAGE = 1000
-#: Seqs are 64-bit (PostgreSQL bigint, SQLite INTEGER): larger cursors read like this one.
-_MAX_CURSOR = 2**63 - 1
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class PreparedBatch(list[NewEvent]):
-    """The events :meth:`RunEventStore.prepare` validated, with ``texts``: the canonical JSON
-    of each one's content and metadata, in the same order (encoded once, for every use)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[tuple[str, str]] = []
-
-
-def encoded_texts(events: Sequence[NewEvent]) -> list[tuple[str, str]]:
-    """The canonical JSON of each event's content and metadata: a prepared batch's own texts,
-    else encoded now (a backend called with events that did not go through ``prepare``)."""
-    texts = getattr(events, "texts", None)
-    if isinstance(texts, list) and len(texts) == len(events):
-        return texts
-    return [(dumps_plain(e.content), dumps_plain(e.metadata)) for e in events]
-
-
-def _text(value: Any, kind: int) -> str:
-    if kind == NOT_PLAIN:
-        kind = plain_kind(value)
-        if kind == NOT_PLAIN:  # assigned after validation: the rules first
-            return dumps_plain(value)
-    return encode_plain(value, kind)
-
-
-def _filter_set(name: str, value: FilterValue) -> frozenset[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return frozenset({value})
-    try:
-        items = frozenset(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a string, a collection of strings, or None") from None
-    if not all(isinstance(v, str) for v in items):
-        raise TypeError(f"{name} must contain only strings")
-    if not all(valid_unicode(v) for v in items):
-        raise ValueError(f"{name} must contain valid Unicode (a value has a lone surrogate)")
-    return items
-
-
-def _check_cursor(name: str, value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return min(value, _MAX_CURSOR)
 
 
 class RunEventStore(ABC):
@@ -114,8 +69,16 @@ class RunEventStore(ABC):
     Subclasses implement the underscore hooks; the public methods validate input, apply the
     content caps and the metadata cap (``metadata_cap`` bytes; an ``llm.start`` ``context``
     record is never cut, see :mod:`journal.truncation`) and enforce the contract in the module
-    docstring.
+    docstring. Reads reach the hooks as a validated :class:`ReadQuery`; hooks in the older
+    positional form are adapted (see :mod:`journal.testing` for the hook signatures).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("_read", "_aread", "_count"):
+            adapted = adapt_legacy_hook(name, cls.__dict__.get(name))
+            if adapted is not None:
+                setattr(cls, name, adapted)
 
     def __init__(
         self,
@@ -123,18 +86,7 @@ class RunEventStore(ABC):
         content_caps: Mapping[str, int] | None = None,
         metadata_cap: int = DEFAULT_METADATA_CAP,
     ) -> None:
-        if isinstance(metadata_cap, bool) or not isinstance(metadata_cap, int) or metadata_cap < 64:
-            raise ValueError("metadata_cap must be an int >= 64 (bytes)")
-        self.metadata_cap = metadata_cap
-        caps = dict(DEFAULT_CONTENT_CAPS)
-        if content_caps:
-            for category, cap in content_caps.items():
-                if category not in caps:
-                    raise ValueError(f"content_caps has unknown category {category!r}")
-                if not isinstance(cap, int) or cap < 64:
-                    raise ValueError(f"content_caps[{category!r}] must be an int >= 64")
-                caps[category] = cap
-        self.content_caps: Mapping[str, int] = caps
+        self.content_caps, self.metadata_cap = checked_caps(content_caps, metadata_cap)
         self._closed = False
         self._close_lock = threading.Lock()
 
@@ -148,48 +100,7 @@ class RunEventStore(ABC):
         that needs no change is passed on as is, not copied: backends must not mutate
         prepared events, and must copy what they keep.
         """
-        if isinstance(events, NewEvent | Mapping):
-            raise TypeError("append takes a sequence of events; wrap a single event in a list")
-        prepared = PreparedBatch()
-        for index, raw in enumerate(events):
-            if isinstance(raw, NewEvent):
-                if type(raw) is not NewEvent:  # a RunEvent (e.g. copied): drop its seq
-                    event = NewEvent(**raw.model_dump(exclude={"seq"}))
-                else:  # read-only from here: backends copy what they keep, caps copy below
-                    event = raw
-                content_kind, metadata_kind = plain_kind(event.content), NOT_PLAIN
-            elif isinstance(raw, Mapping):
-                try:
-                    event, content_kind, metadata_kind = prepare_mapping(raw)
-                except ValueError as e:
-                    raise ValueError(f"event {index} of the batch is invalid: {e}") from e
-            else:
-                raise TypeError(
-                    f"event {index} of the batch is a {type(raw).__name__}; "
-                    "expected a NewEvent or a mapping"
-                )
-            content = _text(event.content, content_kind)
-            cap = self.content_caps[event.category]
-            original = None
-            if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
-                shrunk, original = fit_content(event.content, cap)
-                content = _text(shrunk, NOT_PLAIN)
-            metadata_text = _text(event.metadata, metadata_kind)
-            metadata = event.metadata
-            limit = self.metadata_cap
-            if len(metadata_text) > limit // 4 and len(metadata_text.encode("utf-8")) > limit:
-                metadata = fit_metadata(event.event_type, metadata, limit)
-            if original is not None:
-                metadata = {**metadata, "truncated": True, "original_bytes": original}
-            if original is not None or metadata is not event.metadata:
-                update: dict[str, Any] = {"metadata": metadata}
-                if original is not None:
-                    update["content"] = shrunk
-                event = event.model_copy(update=update)
-                metadata_text = _text(metadata, NOT_PLAIN)
-            prepared.append(event)
-            prepared.texts.append((content, metadata_text))
-        return prepared
+        return prepare_batch(events, self.content_caps, self.metadata_cap)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -222,13 +133,8 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> list[RunEvent]:
         """Events of ``thread_id`` ascending by seq, within the cursors, filters and limit."""
-        args = self._read_args(
-            thread_id, after_seq, before_seq, limit, category, event_type, run_id
-        )
-        self._check_open()
-        if args[4].matches_nothing or args[3] == 0:
-            return []
-        return self._read(*args)
+        query = self._query(thread_id, after_seq, before_seq, limit, category, event_type, run_id)
+        return [] if query is None else self._read(query)
 
     def iter_events(
         self,
@@ -243,20 +149,13 @@ class RunEventStore(ABC):
         """Every matching event of ``thread_id`` after ``after_seq``, fetched page by page."""
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
-        cursor = after_seq or 0
-        while True:
-            page = self.read(
-                thread_id,
-                after_seq=cursor,
-                limit=page_size,
-                category=category,
-                event_type=event_type,
-                run_id=run_id,
-            )
+        read = partial(self.read, thread_id, limit=page_size, category=category,
+                       event_type=event_type, run_id=run_id)  # fmt: skip
+        page = read(after_seq=after_seq)
+        yield from page
+        while len(page) == page_size:
+            page = read(after_seq=page[-1].seq)
             yield from page
-            if len(page) < page_size:
-                return
-            cursor = page[-1].seq
 
     def last_seq(self, thread_id: str) -> int:
         """The highest seq of ``thread_id``, or 0 if the thread has no event."""
@@ -273,25 +172,49 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> int:
         """How many events of ``thread_id`` match the filters."""
-        validate_id(thread_id, "thread_id")
-        flt = self._make_filter(category, event_type, run_id)
-        self._check_open()
-        if flt.matches_nothing:
-            return 0
-        return self._count(thread_id, flt)
+        query = self._query(thread_id, None, None, None, category, event_type, run_id)
+        return 0 if query is None else self._count(query)
 
     def list_threads(self, *, limit: int | None = None, offset: int = 0) -> list[ThreadSummary]:
         """Threads with at least one event, most recently active first."""
-        offset = _check_cursor("offset", offset) or 0
-        limit = _check_cursor("limit", limit)
+        offset = check_cursor("offset", offset) or 0
+        limit = check_cursor("limit", limit)
         self._check_open()
         return self._list_threads(limit, offset)
 
-    def list_runs(self, thread_id: str) -> list[RunSummary]:
-        """The runs of ``thread_id`` in order of their first event."""
+    def list_runs(
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[RunSummary]:
+        """The runs of ``thread_id`` ascending by ``first_seq``, paged by it as :meth:`read` is.
+
+        The newest page is ``list_runs(t, before_seq=2**63 - 1, limit=n)``; following
+        ``page[0].first_seq`` back (or ``page[-1].first_seq`` with ``after_seq``) visits every
+        run once. Built-in backends read O(page) rows.
+        """
+        query = ReadQuery.of(thread_id, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        self._check_open()
+        return [] if query.limit == 0 else self._list_runs_page(query)
+
+    def get_run(self, run_id: str, *, thread_id: str | None = None) -> RunSummary | None:
+        """The run ``run_id`` (of ``thread_id`` if given; else, of the threads holding it, the
+        one that started first, ties by thread id), or ``None``. Indexed in built-in backends."""
+        validate_id(run_id, "run_id")
+        if thread_id is not None:
+            validate_id(thread_id, "thread_id")
+        self._check_open()
+        return self._get_run(run_id, thread_id)
+
+    def read_usage(self, thread_id: str) -> ThreadUsage:
+        """The token usage of ``thread_id``: sums over its ``llm.end`` events so far (zeros if
+        none). Built-in backends read a per-thread aggregate kept at append (a few rows)."""
         validate_id(thread_id, "thread_id")
         self._check_open()
-        return self._list_runs(thread_id)
+        return self._read_usage(thread_id)
 
     def delete_thread(self, thread_id: str) -> int:
         """Delete every event of ``thread_id`` (retention); return how many were deleted.
@@ -338,13 +261,8 @@ class RunEventStore(ABC):
         run_id: FilterValue = None,
     ) -> list[RunEvent]:
         """Async :meth:`read`."""
-        args = self._read_args(
-            thread_id, after_seq, before_seq, limit, category, event_type, run_id
-        )
-        self._check_open()
-        if args[4].matches_nothing or args[3] == 0:
-            return []
-        return await self._aread(*args)
+        query = self._query(thread_id, after_seq, before_seq, limit, category, event_type, run_id)
+        return [] if query is None else await self._aread(query)
 
     async def aiter_events(
         self,
@@ -359,21 +277,15 @@ class RunEventStore(ABC):
         """Async :meth:`iter_events`."""
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
-        cursor = after_seq or 0
+        read = partial(self.aread, thread_id, limit=page_size, category=category,
+                       event_type=event_type, run_id=run_id)  # fmt: skip
+        page = await read(after_seq=after_seq)
         while True:
-            page = await self.aread(
-                thread_id,
-                after_seq=cursor,
-                limit=page_size,
-                category=category,
-                event_type=event_type,
-                run_id=run_id,
-            )
             for event in page:
                 yield event
             if len(page) < page_size:
                 return
-            cursor = page[-1].seq
+            page = await read(after_seq=page[-1].seq)
 
     async def alast_seq(self, thread_id: str) -> int:
         """Async :meth:`last_seq`."""
@@ -398,9 +310,26 @@ class RunEventStore(ABC):
         """Async :meth:`list_threads`."""
         return await self._in_thread(self.list_threads, limit=limit, offset=offset)
 
-    async def alist_runs(self, thread_id: str) -> list[RunSummary]:
+    async def alist_runs(
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[RunSummary]:
         """Async :meth:`list_runs`."""
-        return await self._in_thread(self.list_runs, thread_id)
+        return await self._in_thread(
+            self.list_runs, thread_id, after_seq=after_seq, before_seq=before_seq, limit=limit
+        )
+
+    async def aget_run(self, run_id: str, *, thread_id: str | None = None) -> RunSummary | None:
+        """Async :meth:`get_run`."""
+        return await self._in_thread(self.get_run, run_id, thread_id=thread_id)
+
+    async def aread_usage(self, thread_id: str) -> ThreadUsage:
+        """Async :meth:`read_usage`."""
+        return await self._in_thread(self.read_usage, thread_id)
 
     async def adelete_thread(self, thread_id: str) -> int:
         """Async :meth:`delete_thread`."""
@@ -412,34 +341,11 @@ class RunEventStore(ABC):
 
     # -- helpers -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _make_filter(
-        category: FilterValue, event_type: FilterValue, run_id: FilterValue
-    ) -> EventFilter:
-        return EventFilter(
-            category=_filter_set("category", category),
-            event_type=_filter_set("event_type", event_type),
-            run_id=_filter_set("run_id", run_id),
-        )
-
-    def _read_args(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        category: FilterValue,
-        event_type: FilterValue,
-        run_id: FilterValue,
-    ) -> tuple[str, int | None, int | None, int | None, EventFilter]:
-        validate_id(thread_id, "thread_id")
-        return (
-            thread_id,
-            _check_cursor("after_seq", after_seq),
-            _check_cursor("before_seq", before_seq),
-            _check_cursor("limit", limit),
-            self._make_filter(category, event_type, run_id),
-        )
+    def _query(self, thread_id: str, *cursors_and_filters: Any) -> ReadQuery | None:
+        """The validated query of a read; ``None`` when it can match nothing."""
+        query = ReadQuery.of(thread_id, *cursors_and_filters)
+        self._check_open()
+        return None if query.matches_nothing else query
 
     @staticmethod
     async def _in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -454,27 +360,33 @@ class RunEventStore(ABC):
         """Write validated events in one transaction (see the contract)."""
 
     @abstractmethod
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        """Read with validated cursors; ``flt`` never matches nothing; ``limit`` is never 0."""
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        """The events ``query`` selects (see :class:`ReadQuery`); never ``matches_nothing``."""
 
     @abstractmethod
     def _last_seq(self, thread_id: str) -> int: ...
 
     @abstractmethod
-    def _count(self, thread_id: str, flt: EventFilter) -> int: ...
+    def _count(self, query: ReadQuery) -> int:
+        """How many events of ``query.thread_id`` pass ``query.filter`` (cursors unset)."""
 
     @abstractmethod
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]: ...
 
-    @abstractmethod
-    def _list_runs(self, thread_id: str) -> list[RunSummary]: ...
+    # Runs and usage: by default folded from the thread's events, read through the contract
+    # (journal._runs_default); every built-in backend keeps them at append time instead.
+
+    def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
+        """The runs ``query`` selects by ``first_seq`` (``filter`` unset, ``limit`` never 0)."""
+        return _runs_default.runs_page(self, query)
+
+    def _get_run(self, run_id: str, thread_id: str | None) -> RunSummary | None:
+        """The run ``run_id`` as :meth:`get_run` defines it (ids validated)."""
+        return _runs_default.find_run(self, run_id, thread_id)
+
+    def _read_usage(self, thread_id: str) -> ThreadUsage:
+        """The usage of ``thread_id`` as :meth:`read_usage` defines it."""
+        return _runs_default.usage(self, thread_id)
 
     @abstractmethod
     def _delete_thread(self, thread_id: str) -> int: ...
@@ -485,12 +397,5 @@ class RunEventStore(ABC):
     async def _aappend(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return await self._in_thread(self._append, events)
 
-    async def _aread(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        return await self._in_thread(self._read, thread_id, after_seq, before_seq, limit, flt)
+    async def _aread(self, query: ReadQuery) -> list[RunEvent]:
+        return await self._in_thread(self._read, query)

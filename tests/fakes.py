@@ -29,6 +29,33 @@ def ai(content: str = "", *tool_calls: dict[str, Any], tokens: int = 10) -> AIMe
     )
 
 
+def routed_ai(
+    content: str = "",
+    *tool_calls: dict[str, Any],
+    model: str = "provider-model-2025",
+    input_tokens: int = 120,
+    output_tokens: int = 30,
+    cache_read: int = 80,
+    cache_creation: int = 16,
+    reasoning: int = 12,
+) -> AIMessage:
+    """An AI answer as a router or alias returns it: the response names another model than
+    the one requested (``response_metadata["model_name"]``), reports ``total_tokens`` as 0, and
+    details cache reads, cache writes and reasoning tokens."""
+    return AIMessage(
+        content=content,
+        tool_calls=list(tool_calls),
+        response_metadata={"model_name": model},
+        usage_metadata={
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": 0,
+            "input_token_details": {"cache_read": cache_read, "cache_creation": cache_creation},
+            "output_token_details": {"reasoning": reasoning},
+        },
+    )
+
+
 def call(name: str, call_id: str | None = None, **args: Any) -> dict[str, Any]:
     """A tool call dict for :func:`ai`."""
     return {"name": name, "args": args, "id": call_id or f"call_{next(_ids)}", "type": "tool_call"}

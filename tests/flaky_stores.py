@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from journal.errors import StoreUnavailableError
-from journal.events import EventFilter, NewEvent, RunEvent, RunSummary, ThreadSummary
+from journal.events import NewEvent, RunEvent, ThreadSummary
 from journal.memory import MemoryEventStore
 from journal.run_journal import RunJournal
-from journal.store import RunEventStore
+from journal.store import ReadQuery, RunEventStore
 
 
 class FlakyStore(RunEventStore):
@@ -48,27 +48,17 @@ class FlakyStore(RunEventStore):
             raise StoreUnavailableError("the store is down (FlakyStore)")
         return self.inner._append(events)
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        return self.inner._read(thread_id, after_seq, before_seq, limit, flt)
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        return self.inner._read(query)
 
     def _last_seq(self, thread_id: str) -> int:
         return self.inner._last_seq(thread_id)
 
-    def _count(self, thread_id: str, flt: EventFilter) -> int:
-        return self.inner._count(thread_id, flt)
+    def _count(self, query: ReadQuery) -> int:
+        return self.inner._count(query)
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         return self.inner._list_threads(limit, offset)
-
-    def _list_runs(self, thread_id: str) -> list[RunSummary]:
-        return self.inner._list_runs(thread_id)
 
     def _delete_thread(self, thread_id: str) -> int:
         return self.inner._delete_thread(thread_id)

@@ -177,13 +177,14 @@ def test_events_filters_and_cursors_carry_the_library_names(demo_store: tuple[st
 
 
 def test_runs_json_lists_each_run_in_order(demo_store: tuple[str, str]) -> None:
-    """`runs --json` gives the 4 demo runs in order, each finished successfully."""
+    """`runs --json` gives the 4 demo runs newest first, each finished successfully."""
     url, _ = demo_store
-    runs = cli_json("runs", THREAD, "--store", url)
-    assert len(runs) == 4
+    page = cli_json("runs", THREAD, "--store", url)
+    runs = page["runs"]
+    assert len(runs) == 4 and page["has_more"] is False
     assert [r["status"] for r in runs] == ["success"] * 4
-    assert [r["first_seq"] for r in runs] == sorted(r["first_seq"] for r in runs)
-    assert runs[0]["first_seq"] == 1
+    assert [r["first_seq"] for r in runs] == sorted((r["first_seq"] for r in runs), reverse=True)
+    assert runs[-1]["first_seq"] == 1
 
 
 def test_replay_views_and_upto_seq(demo_store: tuple[str, str]) -> None:

@@ -150,12 +150,13 @@ async def test_event_filters_apply_before_the_limit(
 
 
 async def test_runs_report_their_span_and_status(client: httpx.AsyncClient) -> None:
-    """``/runs`` lists each run once, in order, with its seq span and lifecycle status."""
+    """``/runs`` lists each run once, newest first, with its seq span and lifecycle status."""
     body = (await client.get("/api/threads/conv/runs")).json()
     runs = body["runs"]
-    assert [r["run_id"] for r in runs] == [f"run-{i}" for i in range(1, 6)]
+    assert [r["run_id"] for r in runs] == [f"run-{i}" for i in range(5, 0, -1)]
     assert all(r["status"] == "success" for r in runs)
-    assert runs[0]["first_seq"] == 1 and runs[1]["first_seq"] == runs[0]["last_seq"] + 1
+    assert runs[-1]["first_seq"] == 1 and runs[-2]["first_seq"] == runs[-1]["last_seq"] + 1
+    assert body["has_more"] is False and body["next_before_seq"] is None
 
 
 async def test_thread_ids_with_slashes_reach_their_thread(client: httpx.AsyncClient) -> None:

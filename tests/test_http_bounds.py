@@ -16,7 +16,8 @@ from history.server.app import create_app
 from history.server.run import serve_in_thread
 from history.server.sse import StreamControl, StreamSettings, stream_events
 from journal import MemoryEventStore, RunEvent, RunEventStore
-from journal.events import EventFilter, validate_id
+from journal.events import validate_id
+from journal.store import ReadQuery
 from journal.testing import ev
 
 BIG = 100_000  # characters of one message
@@ -96,15 +97,8 @@ class CountingStore(MemoryEventStore):
 
     most = 0
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        found = super()._read(thread_id, after_seq, before_seq, limit, flt)
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        found = super()._read(query)
         self.most = max(self.most, len(found))
         return found
 
@@ -192,22 +186,15 @@ class StuckStore(MemoryEventStore):
         self.most_stuck = 0
         self._count = threading.Lock()
 
-    def _read(
-        self,
-        thread_id: str,
-        after_seq: int | None,
-        before_seq: int | None,
-        limit: int | None,
-        flt: EventFilter,
-    ) -> list[RunEvent]:
-        if thread_id == "stuck" and not self.release.is_set():
+    def _read(self, query: ReadQuery) -> list[RunEvent]:
+        if query.thread_id == "stuck" and not self.release.is_set():
             with self._count:
                 self.stuck += 1
                 self.most_stuck = max(self.most_stuck, self.stuck)
             self.release.wait(60)
             with self._count:
                 self.stuck -= 1
-        return super()._read(thread_id, after_seq, before_seq, limit, flt)
+        return super()._read(query)
 
 
 async def test_streams_stuck_reading_never_starve_other_requests() -> None:

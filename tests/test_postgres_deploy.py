@@ -177,7 +177,9 @@ def test_least_privilege_recipe(postgres_url: str) -> None:
         assert seqs(store.read("t1")) == [1, 2, 3]
         assert [t.thread_id for t in store.list_threads()] == ["t1"]
         assert len(store.list_runs("t1")) == 1
+        assert store.get_run("r1") is not None and store.read_usage("t1").run_count == 1
         assert store.delete_thread("t1") == 3
+        assert store.list_runs("t1") == [] and store.get_run("r1") is None
         assert seqs(store.append(many(1))) == [1]
         with pytest.raises(StoreError):
             store.setup()  # type: ignore[attr-defined]
@@ -188,6 +190,8 @@ def test_least_privilege_recipe(postgres_url: str) -> None:
             "UPDATE runjournal_events SET content = '{}'::json",
             "TRUNCATE runjournal_events",
             "DELETE FROM runjournal_thread_heads",
+            "DELETE FROM runjournal_runs",
+            "TRUNCATE runjournal_thread_usage",
             "CREATE TABLE mine (x int)",
             "DROP TABLE runjournal_events",
             "DELETE FROM runjournal_schema_version",

@@ -74,7 +74,8 @@ def test_writer_flushes_by_time_without_flush_call(tmp_path: Path) -> None:
 
 
 def test_usage_totals_include_cache_reads_by_model(tmp_path: Path) -> None:
-    """run.end sums usage per run and per model, cache reads included."""
+    """run.end sums usage per run and per model, cache reads included (0 for what the
+    provider does not report)."""
     usage = {
         "input_tokens": 100,
         "output_tokens": 7,
@@ -97,6 +98,8 @@ def test_usage_totals_include_cache_reads_by_model(tmp_path: Path) -> None:
         "output_tokens": 14,
         "total_tokens": 214,
         "cache_read_tokens": 120,
+        "cache_creation_tokens": 0,
+        "reasoning_tokens": 0,
     }
     assert end["usage_by_model"]["scripted-model"]["calls"] == 2
     assert end["usage_by_model"]["scripted-model"]["cache_read_tokens"] == 120

@@ -13,7 +13,8 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, Tool
 
 from journal import MemoryEventStore, NewEvent, recover_spool, replay_spool
 from journal._capture import assign_input_ids, output_messages, prompt_tail
-from journal._run_state import Node, RunState, ToolOrder, caller_for
+from journal._run_state import Node, RunState, caller_for
+from journal._tool_order import ToolOrder
 from journal.spool import Spool, read_spool
 
 
@@ -25,23 +26,45 @@ def tool_message(call_id: str) -> ToolMessage:
 @given(st.permutations([f"c{i}" for i in range(6)]))
 def test_tool_results_come_out_in_call_order(completion: list[str]) -> None:
     """Whatever order results complete in, they are released in the order of the calls."""
-    order = ToolOrder()
+    order: ToolOrder[str] = ToolOrder()
     calls = [f"c{i}" for i in range(6)]
-    order.expect(list(calls))
+    assert order.calls_made(list(calls)) == []
     released: list[str] = []
     for call_id in completion:
-        released += [str(m.content) for m in order.complete(call_id, [tool_message(call_id)])]
+        due = order.result_written(call_id, [tool_message(call_id)], step=2)
+        released += [str(m.content) for m in due]
     assert released == calls
     assert not order.pending
 
 
 def test_unknown_and_missing_results_are_not_held_forever() -> None:
-    """A result for an unknown call passes through; release_all frees results still held."""
-    order = ToolOrder()
-    order.expect(["a", "b"])
-    assert [m.content for m in order.complete("zzz", [tool_message("zzz")])] == ["zzz"]
-    assert order.complete("b", [tool_message("b")]) == []
-    assert [m.content for m in order.release_all()] == ["b"]
+    """A result for an unknown call passes through; the run's end frees results still held."""
+    order: ToolOrder[str] = ToolOrder()
+    order.calls_made(["a", "b"])
+    assert [m.content for m in order.result_written("zzz", [tool_message("zzz")], 2)] == ["zzz"]
+    assert order.result_written("b", [tool_message("b")], 2) == []
+    assert [m.content for m in order.run_ended()] == ["b"]
+
+
+def test_a_later_step_or_a_failed_call_releases_what_waits() -> None:
+    """Results wait for earlier calls until those fail, a later superstep starts, or a
+    middleware answers them; a paused run's results come out at close with its holder."""
+    order: ToolOrder[str] = ToolOrder()
+    order.calls_made(["a", "b", "c"])
+    assert order.result_written("c", [tool_message("c")], 3) == []
+    assert order.step_started(3) == []  # the same step: "a" and "b" may still answer
+    assert order.call_failed("a") == []
+    assert [m.content for m in order.answered_elsewhere("b")] == ["c"]
+    order.calls_made(["d", "e"])
+    assert order.result_written("e", [tool_message("e")], 5) == []
+    assert [m.content for m in order.step_started(6)] == ["e"]
+    assert not order.pending
+    order.calls_made(["f", "g"])
+    order.result_written("g", [tool_message("g")], 7)
+    order.run_paused("paused run")
+    holder, due = order.closing()
+    assert holder == "paused run" and [m.content for m in due] == ["g"]
+    assert order.closing() == (None, [])
 
 
 def test_callers_of_nodes_middleware_and_subagents() -> None:

@@ -340,7 +340,7 @@ def _role_url(admin_url: str, database_url: str) -> str:
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(
             f"GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON runjournal_events, "
-            f'runjournal_thread_heads TO "{role}"'
+            f'runjournal_thread_heads, runjournal_runs, runjournal_thread_usage TO "{role}"'
         )
         # opening a store runs the (no-op) migrations, which need CREATE on the schema
         conn.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
@@ -363,6 +363,8 @@ def test_an_ordinary_role_with_delete_rights_cannot_rewrite_history(
         "UPDATE runjournal_thread_heads SET thread_id = 'elsewhere'",
         "DELETE FROM runjournal_thread_heads",
         "TRUNCATE runjournal_thread_heads",
+        "DELETE FROM runjournal_runs",
+        "TRUNCATE runjournal_thread_usage",
     ]
     with psycopg.connect(url) as conn:
         for statement in attempts:
@@ -373,10 +375,11 @@ def test_an_ordinary_role_with_delete_rights_cannot_rewrite_history(
                 conn.execute("SET LOCAL runjournal.allow_delete = 'on'")
                 conn.execute(statement)
     assert pg.read("t1") == stored
+    assert len(pg.list_runs("t1")) == 1 and pg.read_usage("t1").run_count == 1
     with PostgresEventStore(url) as app:  # whole threads: through the store, as any role
         assert seqs(app.append(many(1))) == [4]
         assert app.delete_thread("t1") == 4
-        assert app.last_seq("t1") == 0
+        assert app.last_seq("t1") == 0 and app.list_runs("t1") == []
         assert seqs(app.append(many(1))) == [1]
 
 

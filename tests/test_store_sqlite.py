@@ -239,16 +239,12 @@ def _plan(db_path: Path, query: str, params: list[Any]) -> str:
 )
 def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], index: str) -> None:
     """The read query of a page searches a thread index instead of scanning the table."""
-    from journal.events import EventFilter
     from journal.sqlite import _where
+    from journal.store import ReadQuery
 
     with SqliteEventStore(db_path) as store:
         store.append(many(100))
-    flt = RunEventStore._make_filter(
-        read_kwargs.get("category"), read_kwargs.get("event_type"), read_kwargs.get("run_id")
-    )
-    assert isinstance(flt, EventFilter)
-    where, params = _where("t1", read_kwargs.get("after_seq"), read_kwargs.get("before_seq"), flt)
+    where, params = _where(ReadQuery.of("t1", **read_kwargs))
     plan = _plan(db_path, "SELECT * FROM events" + where + " ORDER BY seq DESC LIMIT 10", params)
     assert "SEARCH events USING INDEX " + index in plan
     assert "SCAN events" not in plan
@@ -378,6 +374,8 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         store.append([ev("a", run_id="r1"), ev("a", run_id="r2"), ev("a", run_id="r1")])
         store.append([ev("b", run_id="r9")])
     conn = sqlite3.connect(db_path)  # turn the file back into what version 1 wrote
+    conn.execute("DROP TABLE runs")
+    conn.execute("DROP TABLE thread_usage")
     conn.execute("ALTER TABLE thread_heads DROP COLUMN run_count")
     conn.execute("UPDATE schema_version SET version = 1")
     conn.commit()
@@ -466,6 +464,8 @@ def test_version_2_file_gains_the_replace_and_head_guards(db_path: Path) -> None
     with SqliteEventStore(db_path) as store:
         stored = store.append(many(2))
     conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 2
+    conn.execute("DROP TABLE runs")
+    conn.execute("DROP TABLE thread_usage")
     for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name NOT IN "
         "('events_append_only_update', 'events_append_only_delete')"

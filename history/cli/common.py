@@ -24,6 +24,7 @@ from journal.urls import DEFAULT_STORE_URL, open_store
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
 __all__ = [
     "STORE_ENV",
@@ -37,6 +38,7 @@ __all__ = [
     "require_thread",
     "setup_logging",
     "store_option",
+    "table",
 ]
 
 #: The environment variable that names the default store.
@@ -169,3 +171,20 @@ def progress_bar(
     )
     progress.add_task(description, total=total)
     return progress
+
+
+#: Columns that fold on a narrow terminal (ids and texts); the others never wrap.
+_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content", "first human", "last answer"})
+
+
+def table(*columns: str) -> Table:
+    """A table whose ids and contents fold on a narrow terminal; numbers and times never do."""
+    from rich.table import Table
+
+    made = Table(show_edge=False, header_style="bold")
+    for column in columns:
+        if column in _FOLDING:
+            made.add_column(column, overflow="fold")
+        else:
+            made.add_column(column, no_wrap=True)
+    return made

@@ -28,6 +28,7 @@ from history.cli.common import (
     store_option,
 )
 from history.cli.read import READ_COMMANDS
+from history.cli.runs import RUN_COMMANDS
 from history.cli.transfer import TRANSFER_COMMANDS
 from journal.errors import JournalError
 from journal.urls import DEFAULT_STORE_URL
@@ -72,7 +73,7 @@ def cli(verbose: bool) -> None:
     setup_logging(verbose)
 
 
-for _command in (*READ_COMMANDS, *TRANSFER_COMMANDS):
+for _command in (*READ_COMMANDS, *RUN_COMMANDS, *TRANSFER_COMMANDS):
     cli.add_command(_command)
 
 

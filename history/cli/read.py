@@ -1,11 +1,11 @@
-"""The reading commands: ``threads``, ``history``, ``events``, ``runs``, ``replay``, ``verify``.
+"""The reading commands: ``threads``, ``history``, ``events``, ``replay``, ``verify``.
 
 Each is a thin wrapper of a library call; its flags carry the call's keyword names.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import click
 from rich.table import Table
@@ -19,6 +19,7 @@ from history.cli.common import (
     out_console,
     require_thread,
     store_option,
+    table,
 )
 from history.cli.render import content_text, render_messages, render_timeline
 from history.timeline import build_timeline
@@ -28,20 +29,6 @@ from journal.events import CATEGORIES, RunEvent
 __all__ = ["READ_COMMANDS"]
 
 _PREVIEW: int = 60
-
-
-_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content"})
-
-
-def _table(*columns: str) -> Table:
-    """A table whose ids and contents fold on a narrow terminal; numbers and times never do."""
-    table = Table(show_edge=False, header_style="bold")
-    for column in columns:
-        if column in _FOLDING:
-            table.add_column(column, overflow="fold")
-        else:
-            table.add_column(column, no_wrap=True)
-    return table
 
 
 @click.command()
@@ -61,16 +48,16 @@ def threads(store_url: str, limit: int | None, offset: int, as_json: bool) -> No
     if as_json:
         emit_json([t.model_dump(mode="json") for t in found])
         return
-    table = _table("thread_id", "events", "runs", "last_seq", "last event at")
+    grid = table("thread_id", "events", "runs", "last_seq", "last event at")
     for t in found:
-        table.add_row(
+        grid.add_row(
             Text(t.thread_id),
             str(t.event_count),
             str(t.run_count),
             str(t.last_seq),
             t.last_event_at.isoformat(timespec="seconds"),
         )
-    out_console().print(table if found else Text("no threads in this store"))
+    out_console().print(grid if found else Text("no threads in this store"))
 
 
 @click.command()
@@ -198,41 +185,12 @@ def events(
     if as_json:
         emit_json([e.model_dump(mode="json") for e in found])
         return
-    table = _table("seq", "time (UTC)", "run", "event_type", "content")
-    table.columns[-1].no_wrap = True
-    table.columns[-1].overflow = "ellipsis"
+    grid = table("seq", "time (UTC)", "run", "event_type", "content")
+    grid.columns[-1].no_wrap = True
+    grid.columns[-1].overflow = "ellipsis"
     for event in found:
-        _event_row(table, event)
-    out_console().print(table if found else Text("no event matches"))
-
-
-@click.command()
-@click.argument("thread_id", metavar="THREAD")
-@store_option
-@json_option
-def runs(thread_id: str, store_url: str, as_json: bool) -> None:
-    """List the runs of THREAD in order, with their status and seq range.
-
-    \b
-    Example:
-      runjournal runs support-42
-    """
-    with open_cli_store(store_url) as store:
-        require_thread(store, thread_id)
-        found = store.list_runs(thread_id)
-    if as_json:
-        emit_json([r.model_dump(mode="json") for r in found])
-        return
-    table = _table("run_id", "status", "seqs", "events", "started at")
-    for r in found:
-        table.add_row(
-            Text(r.run_id),
-            r.status,
-            f"{r.first_seq}-{r.last_seq}",
-            str(r.event_count),
-            r.started_at.isoformat(timespec="seconds"),
-        )
-    out_console().print(table)
+        _event_row(grid, event)
+    out_console().print(grid if found else Text("no event matches"))
 
 
 @click.command()
@@ -296,12 +254,12 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
         emit_json(report)
     else:
         console = out_console()
-        table = _table("seq", "run_id", "model", "messages", "status", "problems")
+        grid = table("seq", "run_id", "model", "messages", "status", "problems")
         for call in report["results"]:
             problems = "; ".join(
                 f"#{p['index']} {p['message_id'] or '-'}: {p['reason']}" for p in call["problems"]
             )
-            table.add_row(
+            grid.add_row(
                 str(call["seq"]),
                 call["run_id"],
                 str(call["model"] or ""),
@@ -309,7 +267,7 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
                 call["status"],
                 shorten(problems, 80),
             )
-        console.print(table)
+        console.print(grid)
         console.print(
             f"{report['calls']} agent model calls: {report['exact']} exact, "
             f"{report['diverged']} diverged, {report['unrecorded']} without a record"
@@ -318,4 +276,4 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
         raise SystemExit(1)
 
 
-READ_COMMANDS = (threads, history, events, runs, replay, verify)
+READ_COMMANDS = (threads, history, events, replay, verify)

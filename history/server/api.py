@@ -1,10 +1,11 @@
-"""The JSON routes under ``/api``: threads, the ``/history`` timeline, raw events, runs, delete,
-and the live event stream.
+"""The JSON routes under ``/api``: threads, the ``/history`` timeline, raw events, runs (by
+thread, paged, and by id), usage, delete, and the live event stream.
 
 Every route reads through the store's async methods (the event loop never blocks). Answers:
-a thread without events is 404; a parameter outside its documented range (negative seq, ``limit``
-0 or above the maximum, an unknown ``category``, a thread id with control characters or longer
-than 256 characters) is 422; a store failure is 503. Nothing a client sends yields a 500.
+a thread without events (or a run id no run has) is 404; a parameter outside its documented
+range (negative seq, ``limit`` 0 or above the maximum, an unknown ``category``, a thread id with
+control characters or longer than 256 characters) or one a route does not take is 422; a store
+failure is 503. Nothing a client sends yields a 500.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_conver
 
 from history._bounded import backward_page, forward_page
 from history._reads import arun_plan
-from history.errors import ThreadNotFoundError
+from history.errors import RunNotFoundError, ThreadNotFoundError
+from history.runs import MAX_RUNS_LIMIT, aruns_page, athread_usage
 from history.server.api_models import (
     DeleteResult,
     ErrorBody,
@@ -27,10 +29,11 @@ from history.server.api_models import (
     HistoryPage,
     RunList,
     ThreadList,
+    UsageReport,
 )
 from history.server.sse import StreamControl, StreamSettings, stream_events
 from history.timeline import MAX_PAGE_LIMIT, abuild_timeline
-from journal.events import MAX_EVENT_TYPE_LENGTH, MAX_ID_LENGTH, validate_id
+from journal.events import MAX_EVENT_TYPE_LENGTH, MAX_ID_LENGTH, RunSummary, validate_id
 from journal.store import RunEventStore
 
 __all__ = ["MAX_SEQ", "EventStreamResponse", "build_api_router"]
@@ -253,12 +256,64 @@ def build_api_router(
         )
 
     @router.get("/threads/{thread_id:any_text}/runs", response_model=RunList, responses=_NOT_FOUND)
-    async def list_runs(thread_id: ThreadId) -> RunList:
-        """The runs of the thread in order of their first event, with their status."""
-        runs = await store.alist_runs(thread_id)
-        if not runs:
-            raise ThreadNotFoundError(thread_id)
-        return RunList(thread_id=thread_id, runs=runs)
+    async def list_runs(
+        thread_id: ThreadId,
+        limit: Annotated[int, Query(ge=1, le=MAX_RUNS_LIMIT)] = 20,
+        before_seq: Annotated[
+            int | None,
+            Query(ge=1, le=MAX_SEQ, description="Runs that started below this seq."),
+        ] = None,
+    ) -> Any:
+        """The runs of the thread, newest first: status, error, times, duration, models,
+        tokens, the first human message and the last answer. Follow ``next_before_seq``."""
+        return await aruns_page(store, thread_id, limit=limit, before_seq=before_seq)
+
+    @router.get(
+        "/threads/{thread_id:any_text}/usage", response_model=UsageReport, responses=_NOT_FOUND
+    )
+    async def read_usage(
+        thread_id: ThreadId,
+        run_limit: Annotated[
+            int, Query(ge=0, le=MAX_RUNS_LIMIT, description="How many newest runs in by_run.")
+        ] = 20,
+    ) -> Any:
+        """Token usage of every model call of the thread: totals, by model (the model the
+        response names), by caller, by run (newest first) and the run still running."""
+        return await athread_usage(store, thread_id, run_limit=run_limit)
+
+    @router.get(
+        "/runs/{run_id}",
+        response_model=RunSummary,
+        responses={404: {"model": ErrorBody, "description": "No run has this id."}},
+    )
+    async def get_run(
+        run_id: Annotated[
+            str,
+            Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN),
+        ],
+        thread_id: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=MAX_ID_LENGTH,
+                pattern=ID_PATTERN,
+                description="The thread, when one run id is used in several.",
+            ),
+        ] = None,
+    ) -> RunSummary:
+        """One run found by its id alone (the root run id of the invocation)."""
+        try:
+            validate_id(run_id, "run_id")
+            if thread_id is not None:
+                validate_id(thread_id, "thread_id")
+        except ValueError as e:  # a lone surrogate: the pattern cannot say it
+            raise RequestValidationError(
+                [{"type": "value_error", "loc": ("path", "run_id"), "msg": str(e)}]
+            ) from None
+        run = await store.aget_run(run_id, thread_id=thread_id)
+        if run is None:
+            raise RunNotFoundError(run_id)
+        return run
 
     @router.get(
         "/threads/{thread_id:any_text}/stream",

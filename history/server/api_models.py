@@ -24,9 +24,12 @@ __all__ = [
     "HistoryPage",
     "HumanItem",
     "RunList",
+    "RunUsage",
     "SummaryMarkerItem",
     "ThreadList",
     "ToolItem",
+    "UsageBucket",
+    "UsageReport",
 ]
 
 
@@ -67,10 +70,52 @@ class EventPage(BaseModel):
 
 
 class RunList(BaseModel):
-    """The runs of a thread in order of their first event."""
+    """A page of a thread's runs, newest first; follow ``next_before_seq`` for older ones."""
 
     thread_id: str
     runs: list[RunSummary]
+    has_more: bool = Field(default=False, description="True when older runs exist.")
+    next_before_seq: int | None = Field(
+        default=None,
+        description="When ``has_more``: the first seq of the oldest run here, to pass back as "
+        "``before_seq`` for the older page.",
+    )
+
+
+class UsageBucket(BaseModel):
+    """Token totals of some model calls."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cache_read_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class RunUsage(BaseModel):
+    """One run's model usage."""
+
+    run_id: str
+    status: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    models: list[str] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    llm_calls: int = 0
+
+
+class UsageReport(BaseModel):
+    """What a thread's model calls cost: totals, by model (as the response names it), by
+    caller, the newest runs, and the run still running (its usage so far)."""
+
+    thread_id: str
+    totals: UsageBucket
+    by_model: dict[str, UsageBucket]
+    by_caller: dict[str, UsageBucket]
+    run_count: int
+    by_run: list[RunUsage] = Field(description="The newest runs, newest first.")
+    active_run: RunUsage | None = None
 
 
 class DeleteResult(BaseModel):

@@ -33,7 +33,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.requests import HTTPConnection
 
-from history.errors import ThreadNotFoundError
+from history.errors import RunNotFoundError, ThreadNotFoundError
 from history.server.api import build_api_router
 from history.server.api_models import ErrorBody
 from history.server.api_viewer import build_viewer_api_router
@@ -153,6 +153,7 @@ def create_app(
     app.include_router(build_viewer_router())
     app.mount("/static", StaticFiles(packages=[("history.server", "static")]), name="static")
     app.add_exception_handler(ThreadNotFoundError, _not_found)
+    app.add_exception_handler(RunNotFoundError, _not_found)
     app.add_exception_handler(StoreError, _store_failed)
     if origins:
         app.add_middleware(

@@ -1,0 +1,89 @@
+"""The contents the writer thread computes for ``RunJournal`` (stored messages, call records).
+
+The callback path queues live references (the message objects, the prompt list) wrapped in a
+:class:`journal._writer.Lazy`; the writer calls the methods here when it builds the batch, so
+conversions and digests never run on the agent's thread. :class:`Contents` owns the
+:class:`journal.digests.ContextIndex`: it is touched by the writer thread only, which may read
+the store (the digests of a thread journaled by an earlier process).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from langchain_core.messages import BaseMessage
+
+from journal import _capture as cap
+from journal._writer import SKIP, Extra, Later
+from journal.digests import CONTEXT_KEY, ContextIndex, stored_digest
+from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
+from journal.store import RunEventStore
+
+__all__ = ["Contents", "ModelOutput"]
+
+#: Characters of prompt text an ``llm.start`` excerpt keeps.
+_PROMPT_BUDGET: Final = 4 * 1024
+
+
+class Contents:
+    """Builds message and model-call contents on the writer thread (writer thread only)."""
+
+    def __init__(self, store: RunEventStore) -> None:
+        self._store = store
+        self._contexts = ContextIndex(stored_digests=self._stored_digests)
+
+    def message(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
+        """A ``message.*`` event: the stored message and its digest; ``SKIP`` if a
+        replacement did not change it."""
+        result = self._contexts.message_event(thread_id, message, replacement)
+        if result is None:
+            return SKIP
+        content, digest = result
+        data = content.get("data")
+        kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
+        hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
+        return Extra(content, {"digest": digest, "hidden": hidden})
+
+    def model_call(
+        self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
+    ) -> Extra:
+        """An ``llm.start``: the prompt excerpt, and the exact record of the call's input."""
+        record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
+        return Extra(cap.prompt_tail(prompt, _PROMPT_BUDGET), {CONTEXT_KEY: record})
+
+    def _stored_digests(self, thread_id: str) -> list[str]:
+        """The digests of the thread's stored messages (none if the store cannot be read)."""
+        try:
+            events = self._store.read(thread_id, event_type=MESSAGE_EVENT_TYPES.values())
+        except Exception:  # the store is down: the writes will spool anyway; inline instead
+            return []
+        return [stored_digest(e.content, e.metadata) for e in events]
+
+
+class ModelOutput(Later):
+    """The content of an ``llm.end``: ``output`` (the stored answer) is added unless the
+    answer is journaled as a ``message.*`` event (settled by the callback path)."""
+
+    __slots__ = ("_content", "_keep", "_message")
+
+    def __init__(self, content: dict[str, Any], message: BaseMessage) -> None:
+        super().__init__()
+        self._content = content
+        self._message = message
+        self._keep = True
+
+    @property
+    def message_id(self) -> str | None:
+        """The id of the model's answer."""
+        return self._message.id
+
+    def settle(self, keep: bool) -> None:
+        """Decide whether the answer is kept here (``False``: it is a ``message.*`` event)."""
+        self._keep = keep
+        self.settled = True
+
+    def build(self) -> dict[str, Any]:
+        """The content; unsettled (the node did not end in time), the answer is kept."""
+        if not self._keep:
+            return self._content
+        return {**self._content, "output": message_to_content(self._message)}

@@ -1,0 +1,351 @@
+"""What a ``RunJournal`` knows of one conversation, and how messages enter its journal.
+
+A :class:`Conversation` is told what happened in the thread's runs — a root started with its
+input, a node of the root graph started or wrote its output, a tools task failed, a root
+finished, the journal closes — and journals the ``message.*`` events (and edits, see
+:mod:`journal._edits`) in the order the messages enter the LangGraph state. It remembers which
+message ids are journaled, the state's order as journaled, the edits of the current superstep
+(held until LangGraph applied it), and, through :class:`journal._tool_order.ToolOrder`, which
+tool results wait for earlier calls. Callback path: no I/O; the caller serialises access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from journal._capture import is_summary, output_messages, output_writes, removes_messages
+from journal._contents import Contents
+from journal._edits import (
+    AppliedEdit,
+    HeldWrite,
+    inferred_summary,
+    replay_order,
+    settle_step,
+    state_ids,
+)
+from journal._logging import get_logger
+from journal._run_state import Node, RunState
+from journal._sink import EventSink
+from journal._tool_order import ToolOrder
+from journal._writer import Lazy
+from journal.catalog import REMOVE_EVENT_TYPE, SUMMARIZE_EVENT_TYPE
+from journal.messages import message_event_type
+
+__all__ = ["Conversation"]
+
+_log = get_logger(__name__)
+
+
+class Conversation:
+    """The journal's memory of one thread, reacting to what its runs do.
+
+    ``_order`` is the state's message ids as journaled (what replay's state view rebuilds);
+    ``_last`` the latest journaled object of each id and its content object then (a node that
+    returns the same object, its content not replaced, changed nothing); ``_fresh`` the
+    ``(id, task path)`` of the messages journaled since the current superstep started;
+    ``_held`` the edits of the current superstep, waiting to be applied.
+    """
+
+    __slots__ = (
+        "_contents",
+        "_fresh",
+        "_held",
+        "_held_step",
+        "_last",
+        "_order",
+        "_seen",
+        "_sink",
+        "_step",
+        "_tools",
+        "_unplaced",
+        "thread_id",
+    )
+
+    def __init__(self, thread_id: str, sink: EventSink, contents: Contents) -> None:
+        self.thread_id = thread_id
+        self._sink = sink
+        self._contents = contents
+        self._seen: set[str] = set()
+        self._tools: ToolOrder[Node] = ToolOrder()
+        self._order: dict[str, None] = {}
+        self._last: dict[str, tuple[BaseMessage, Any]] = {}
+        self._fresh: list[tuple[str, str]] = []
+        self._step: int | None = None
+        self._held: list[HeldWrite] = []
+        self._held_step: int | None = None
+        # messages written in a form the journal could not give an id: (node, message, caller)
+        self._unplaced: list[tuple[Node, BaseMessage, str]] = []
+
+    # -- what happened -------------------------------------------------------------------
+
+    def root_started(self, user: Node, messages: list[BaseMessage], command: bool) -> None:
+        """A root run started with input ``messages`` (``command``: a ``Command``'s update,
+        whose messages are all new). ``user`` carries the run and its attribution."""
+        self._fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
+        for message in messages:
+            # a resent history's answers and summaries were journaled when they were produced
+            if (command or message.type == "human") and not is_summary(message):
+                self._add(user, message, "user")
+            else:
+                mid = str(message.id)
+                self._seen.add(mid)
+                self._order[mid] = None
+                self._last[mid] = (message, message.content)
+
+    def node_started(self, node: Node, inputs: Any, path: str) -> None:
+        """A node of the root graph starts (task path ``path``): the steps before it are
+        applied; ``inputs`` is the state it reads."""
+        new_step = node.step is not None and self._step != node.step
+        # the journal's order can differ from the state's only after parallel writes, writes
+        # it could not place, or before this run (another journal, a graph without memory)
+        check = not node.run.synced or bool(self._unplaced)
+        if new_step:
+            # a later superstep: LangGraph applied the earlier one's writes
+            if self._held and (self._held_step is None or node.step > self._held_step):  # type: ignore[operator]
+                self._apply_held()
+            check = check or len({p for _, p in self._fresh}) > 1
+            self._step = node.step
+            self._fresh = []
+        for message in self._tools.step_started(node.step):
+            self._add(node, message, "agent")
+        if new_step and check:  # the state this node reads is the applied state
+            self._resync(node.run, inputs)
+            node.run.synced = True
+        node.path = path
+        if isinstance(inputs, dict):
+            base = inputs.get("messages")
+            node.base = base if isinstance(base, list) else None
+
+    def node_ended(self, node: Node, outputs: Any) -> None:
+        """A node of the root graph ended with ``outputs``: journal the messages it writes."""
+        if removes_messages(outputs):
+            # an edit: journaled once LangGraph has applied the superstep (it may fail)
+            self._held.append(HeldWrite(node, node.path, output_writes(outputs), node.base))
+            self._held_step = node.step
+        elif node.caller == "agent":
+            self._agent_messages(node, outputs)
+        else:
+            self._middleware_messages(node, outputs)
+        node.base = None  # the state it read is not ours to keep
+
+    def task_failed(self, node: Node) -> None:
+        """A node answering a tool call failed: later results no longer wait for it."""
+        for item in self._tools.call_failed(node.tool_call_id):
+            self._add(node, item, "agent")
+
+    def root_finished(self, run: RunState, *, applied: bool, paused: bool, state: Any) -> None:
+        """A root run ended (``paused``: for a human). ``applied``: LangGraph applied its last
+        superstep's writes; ``state``: the root's output (the final state of a graph)."""
+        # a step a task paused in is applied when the run resumes; at a breakpoint
+        # (interrupt_before/after) LangGraph applied the step before pausing
+        if self._held and not (paused and run.task_interrupted):
+            if applied or paused:
+                self._apply_held()
+            else:
+                _log.warning("journal_edits_not_applied", run_id=run.run_id, count=len(self._held))
+                self._held = []
+        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+        if paused:  # its calls are answered when it resumes: keep their order (or see close)
+            self._tools.run_paused(holder)
+        else:
+            for message in self._tools.run_ended():
+                self._add(holder, message, "agent")
+            self._resync(run, state)
+
+    def closing(self) -> None:
+        """The journal closes: journal the tool results and edits paused runs still hold.
+
+        A run resumed by another journal (after a restart) cannot release them, and they are
+        already in the checkpoint's pending writes.
+        """
+        if self._held:
+            self._apply_held()
+        holder, due = self._tools.closing()
+        for message in due:
+            if holder is not None:
+                self._add(holder, message, "agent")
+
+    # -- node outputs --------------------------------------------------------------------
+
+    def _agent_messages(self, node: Node, outputs: Any) -> None:
+        """Journal an agent node's new messages; tool results wait for earlier calls."""
+        answered = False
+        for message in output_messages(outputs):
+            call_id = getattr(message, "tool_call_id", None)
+            if message.type == "tool" and call_id is not None:
+                answered = answered or call_id == node.tool_call_id
+                ready = self._tools.result_written(call_id, [message], node.step)
+            else:
+                ready = [message]
+            for item in ready:
+                self._add_ai_or_tool(node, item)
+        if node.tool_call_id is not None and not answered:  # e.g. a Command without messages
+            for item in self._tools.result_written(node.tool_call_id, [], node.step):
+                self._add(node, item, "agent")
+
+    def _middleware_messages(self, node: Node, outputs: Any) -> None:
+        """Journal new messages a middleware hook adds (e.g. a rejected call's tool result).
+
+        They enter the state at the hook's step, before any later tool result, so they are
+        journaled at once and their call stops holding later results back.
+        """
+        for message in output_messages(outputs):
+            self._add_ai_or_tool(node, message, str(node.caller))
+            if message.type == "tool":
+                for item in self._tools.answered_elsewhere(getattr(message, "tool_call_id", None)):
+                    self._add(node, item, "agent")
+
+    def _add_ai_or_tool(self, node: Node, message: BaseMessage, caller: str = "agent") -> None:
+        """Journal ``message``; a new AI message's tool calls set the order of their results."""
+        is_new = message.id not in self._seen
+        self._add(node, message, caller, replace=True)
+        calls = getattr(message, "tool_calls", None)
+        if message.type == "ai" and calls and is_new:
+            for held in self._tools.calls_made([str(c.get("id")) for c in calls]):
+                self._add(node, held, "agent")
+
+    def _add(self, node: Node, message: BaseMessage, caller: str, *, replace: bool = False) -> None:
+        """Journal ``message`` as it enters the thread's state.
+
+        An id already journaled is skipped, unless ``replace`` (a node wrote it again): then it
+        is journaled as a ``replacement`` when its content changed (the writer compares
+        digests), and always when the message had left the state (it is added back).
+        """
+        event_type = message_event_type(message)
+        mid = message.id
+        if event_type is None:
+            return
+        run = node.run
+        if mid is None:  # its state id is known once the state is seen (see _resync)
+            self._unplaced.append((node, message, caller))
+            return
+        metadata: dict[str, Any] = {
+            "caller": caller,
+            "langgraph_step": node.step,
+            "langgraph_node": node.node,
+            "message_id": mid,
+        }
+        in_state = mid in self._order
+        if mid in self._seen:
+            last = self._last.get(mid)
+            unchanged = last is not None and last[0] is message and last[1] is message.content
+            if not replace or (in_state and unchanged):
+                return
+            if in_state:
+                metadata["replacement"] = True
+        else:
+            self._seen.add(mid)
+            run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
+        self._last[mid] = (message, message.content)
+        if not in_state:  # a replacement keeps its place in the state
+            self._order[mid] = None
+            self._fresh.append((mid, node.path))
+        tool_call_id = getattr(message, "tool_call_id", None)
+        if tool_call_id is not None:
+            metadata["tool_call_id"] = tool_call_id
+        content = Lazy(self._contents.message, (self.thread_id, message, in_state))
+        self._sink.emit(run, "message", event_type, content, metadata)
+
+    # -- the state's order and its edits (see journal._edits) -----------------------------
+
+    def _apply_held(self) -> None:
+        """Journal the held edits of a superstep LangGraph has applied, in task-path order.
+
+        After the last one the replayed state equals the state once the step is applied: if
+        the events alone would rebuild another order (messages of other tasks of the step
+        interleave with an edit), the last event carries the whole order.
+        """
+        held = sorted(self._held, key=lambda w: w.path)
+        self._held = []
+        self._held_step = None
+        base = next((w.base for w in held if w.base is not None), None)
+        try:
+            edits, final = settle_step(
+                None if base is None else state_ids(base), list(self._order), self._fresh, held
+            )
+        except Exception as e:  # a malformed write must never break the run
+            _log.warning("journal_edit_unreadable", count=len(held), error_type=type(e).__name__)
+            return
+        for index, edit in enumerate(edits):
+            self._journal_edit(edit, final if index == len(edits) - 1 else None)
+
+    def _place(self, messages: list[Any]) -> None:
+        """Journal the messages written without an id the journal could give them, under the
+        id the state gave them (found by kind and content among the state's unknown ids)."""
+        pending = self._unplaced
+        self._unplaced = []
+        for state_message in messages:
+            if not pending:
+                break
+            node, written, caller = pending[0]
+            if (
+                getattr(state_message, "id", None) not in self._seen
+                and getattr(state_message, "type", None) == written.type
+                and getattr(state_message, "content", None) == written.content
+            ):
+                pending.pop(0)
+                self._add(node, state_message, caller)
+        if pending:
+            _log.warning("journal_messages_unplaced", count=len(pending))
+
+    def _resync(self, run: RunState, state: Any) -> None:
+        """Compare the journal's order of the thread's state with the state LangGraph gives a
+        node (or the root's output); if they differ — the tasks of a superstep journaled in
+        completion order, not the task-path order LangGraph applies, or messages another
+        journal recorded — journal the state's order (a ``message.remove`` removing nothing).
+        """
+        if not isinstance(state, dict):
+            return
+        messages = state.get("messages")
+        if not isinstance(messages, list):
+            return
+        if self._unplaced:
+            self._place(messages)
+        truth = state_ids(messages)
+        if len(truth) == len(self._order) and truth == list(self._order):
+            return
+        content = {"all": True, "removed_message_ids": [], "state_message_ids": truth}
+        attribution = {"caller": "agent", "langgraph_step": self._step, "langgraph_node": None}
+        self._sink.emit(run, "message", REMOVE_EVENT_TYPE, content, attribution)
+        self._order = dict.fromkeys(truth)
+
+    def _journal_edit(self, edit: AppliedEdit, final: list[str] | None) -> None:
+        """Journal one applied edit: its marker (or removal), then the messages it added.
+
+        ``final``: the state's ids once the whole step is applied (for the step's last edit).
+        """
+        node, outcome = edit.node, edit.outcome
+        summary = next(
+            (m for m in outcome.messages if is_summary(m) and m.id not in self._seen), None
+        )
+        shown = [m for m in outcome.messages if not is_summary(m)]
+        rewrite = outcome.order if outcome.rewrite else None
+        rebuilt = replay_order(list(self._order), outcome.removed, rewrite)
+        rebuilt.extend(str(m.id) for m in shown if m.id not in rebuilt)
+        target = outcome.order if final is None else final
+        reorder = rebuilt != target
+        removal = outcome.removed if not node.summarized else []  # its own event marked it
+        if summary is not None and not node.summarized:
+            payload = inferred_summary(edit.before, outcome, summary)
+            payload["state_message_ids"] = list(target)
+            metadata = {**node.attribution(), "inferred": True}
+            self._sink.emit(node.run, "middleware", SUMMARIZE_EVENT_TYPE, payload, metadata)
+        elif removal or reorder:
+            content: dict[str, Any] = {"removed_message_ids": removal}
+            if outcome.rewrite or reorder:
+                content = {"all": True, **content, "state_message_ids": list(target)}
+            self._sink.emit(node.run, "message", REMOVE_EVENT_TYPE, content, node.attribution())
+        before = set(edit.before)
+        for message in outcome.messages:
+            mid = str(message.id)
+            if is_summary(message):  # the summary lives in the marker, not as a human message
+                self._seen.add(mid)
+                self._last[mid] = (message, message.content)
+                continue
+            if mid in before and mid not in self._seen:  # journaled before this process
+                self._seen.add(mid)
+                self._order[mid] = None  # journaled again only if it changed (the writer)
+            self._add(node, message, str(node.caller or "agent"), replace=True)
+        self._order = dict.fromkeys(target)

@@ -1,0 +1,145 @@
+"""The PostgreSQL backend's runs and usage: the SQL that keeps them, and their rows.
+
+An append keeps them in the same statement that bumps the thread's head and inserts the
+events (:data:`journal._postgres_schema.APPEND_THREAD`), so a single-thread append stays one
+round trip: the batch's folds (:func:`journal._runs.project`, seqs numbered from 1 within the
+batch) arrive as arrays and are merged into the stored rows by ``INSERT … ON CONFLICT DO
+UPDATE``, whose ``SET`` is rendered here from :data:`journal._runs.MERGE_RULES` — the rules
+the other backends apply in Python, so both say the same. Writers of a thread are serialised
+by its head row, and ``ON CONFLICT`` merges into the latest committed row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC
+from typing import Any, Final
+
+from journal._runs import (
+    RUN_COLUMNS,
+    TOTAL,
+    USAGE_COUNTS,
+    USAGE_KEYS,
+    Projection,
+    RunFold,
+    fold_of,
+    fold_values,
+    merge_assignments,
+)
+
+__all__ = [
+    "RUN_SELECT",
+    "USAGE_SELECT",
+    "run_from_row",
+    "runs_params",
+    "runs_upsert",
+    "usage_upsert",
+]
+
+_TYPES: Final = {
+    "run_id": "text", "first_seq": "bigint", "last_seq": "bigint",
+    "started_at": "timestamptz", "last_event_at": "timestamptz", "event_count": "bigint",
+    "lifecycle": "text", "ended_at": "timestamptz", "terminal_duration_ms": "float8",
+    "error_type": "text", "error": "text", "models": "text", "llm_calls": "bigint",
+    "tool_calls": "bigint", "first_human": "text", "last_ai": "text",
+    **dict.fromkeys(USAGE_KEYS, "bigint"),
+}  # fmt: skip
+_DELTA: Final = RUN_COLUMNS[1:]  # the batch's arrays: every column but the thread
+_SEQS: Final = frozenset({"first_seq", "last_seq"})
+
+#: ``rule`` of :data:`MERGE_RULES` -> the SQL of ``column = …`` (``r`` the stored row,
+#: ``EXCLUDED`` the batch's); ``None``: the stored value stays.
+_SET: Final[dict[str, str | None]] = {
+    "keep": None,
+    "newer": "EXCLUDED.{c}",
+    "add": "r.{c} + EXCLUDED.{c}",
+    "lifecycle": "CASE WHEN EXCLUDED.lifecycle IS NOT NULL THEN EXCLUDED.{c} ELSE r.{c} END",
+    "first_set": "coalesce(r.{c}, EXCLUDED.{c})",
+    "last_set": "coalesce(EXCLUDED.{c}, r.{c})",
+    "union": "r.{c} || ARRAY(SELECT m FROM unnest(EXCLUDED.{c}) WITH ORDINALITY AS u(m, i) "
+    "WHERE m <> ALL(r.{c}) ORDER BY i)",
+}
+
+
+def runs_upsert(base: str, source: str = "") -> str:
+    """``INSERT`` of the batch's folds into ``runjournal_runs``, merged into stored runs.
+
+    ``base`` is the SQL of the seq before the batch's first (the batch numbers seqs from 1);
+    ``source`` what the ``FROM`` joins first (``"head, "`` inside the append). Returns each
+    run's ``first_seq`` after the merge: above ``base`` for a run new to the thread.
+    """
+    arrays = ", ".join(f"%(r_{c})b::{_TYPES[c]}[]" for c in _DELTA)
+    values = ", ".join(
+        f"{base} + d.{c}" if c in _SEQS
+        else "ARRAY(SELECT json_array_elements_text(d.models::json))" if c == "models"
+        else f"d.{c}"
+        for c in _DELTA
+    )  # fmt: skip
+    return (
+        f"INSERT INTO runjournal_runs AS r ({', '.join(RUN_COLUMNS)}) "
+        f"SELECT %(thread_id)s, {values} "
+        f"FROM {source}unnest({arrays}) AS d({', '.join(_DELTA)}) "
+        f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)} "
+        "RETURNING r.first_seq"
+    )
+
+
+def usage_upsert(new_runs: str) -> str:
+    """``INSERT`` adding the batch's usage buckets to ``runjournal_thread_usage``.
+
+    ``new_runs`` is the SQL of the number of runs new to the thread (counted in the total
+    bucket's ``runs``, which every batch writes).
+    """
+    arrays = ", ".join(
+        ["%(u_scope)b::text[]", "%(u_key)b::text[]"]
+        + [f"%(u_{c})b::bigint[]" for c in USAGE_COUNTS]
+    )
+    counts = ", ".join(USAGE_COUNTS)
+    return (
+        f"INSERT INTO runjournal_thread_usage AS u (thread_id, scope, key, {counts}, runs) "
+        f"SELECT %(thread_id)s, b.scope, b.key, {', '.join(f'b.{c}' for c in USAGE_COUNTS)}, "
+        f"CASE WHEN b.scope = '{TOTAL[0]}' THEN {new_runs} ELSE 0 END "
+        f"FROM unnest({arrays}) AS b(scope, key, {counts}) "
+        "ON CONFLICT (thread_id, scope, key) DO UPDATE SET "
+        + ", ".join(f"{c} = u.{c} + EXCLUDED.{c}" for c in (*USAGE_COUNTS, "runs"))
+    )
+
+
+def runs_params(thread_id: str, projection: Projection) -> dict[str, Any]:
+    """The arrays of :func:`runs_upsert` and :func:`usage_upsert` for one thread's batch."""
+    folds = [fold for (thread, _), fold in projection.runs.items() if thread == thread_id]
+    rows = [fold_values(fold)[1:] for fold in folds]
+    models = _DELTA.index("models")
+    for row, fold in zip(rows, folds, strict=True):
+        row[models] = json.dumps(fold.models)
+    params: dict[str, Any] = {f"r_{c}": [row[i] for row in rows] for i, c in enumerate(_DELTA)}
+    buckets = {TOTAL: dict.fromkeys(USAGE_COUNTS, 0), **projection.usage().get(thread_id, {})}
+    params["u_scope"] = [scope for scope, _ in buckets]
+    params["u_key"] = [key for _, key in buckets]
+    for c in USAGE_COUNTS:
+        params[f"u_{c}"] = [counts[c] for counts in buckets.values()]
+    return params
+
+
+#: Columns of a stored run, as :func:`run_from_row` reads them.
+RUN_SELECT: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runjournal_runs"
+#: A thread's usage buckets, with the run count in the total one.
+USAGE_SELECT: Final = (
+    f"SELECT scope, key, {', '.join(USAGE_COUNTS)}, runs FROM runjournal_thread_usage "
+    "WHERE thread_id = %s"
+)
+
+
+def run_from_row(row: tuple[Any, ...]) -> RunFold:
+    """The fold of a row of :data:`RUN_SELECT` (times in UTC)."""
+    values = list(row)
+    for index, column in enumerate(RUN_COLUMNS):
+        if _TYPES.get(column) == "timestamptz" and values[index] is not None:
+            values[index] = values[index].astimezone(UTC)
+    return fold_of(values)
+
+
+def usage_counts(row: tuple[Any, ...]) -> tuple[str, str, Mapping[str, int]]:
+    """``(scope, key, counts)`` of a row of :data:`USAGE_SELECT`."""
+    return row[0], row[1], dict(zip(USAGE_COUNTS, row[2:-1], strict=True))

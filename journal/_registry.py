@@ -1,0 +1,127 @@
+"""The runs a ``RunJournal`` follows: its roots, every run under them, and finished roots.
+
+:class:`RunRegistry` answers "which journaled run is this callback run part of, and how is it
+attributed" (:func:`journal._run_state.caller_for`). It remembers the runs of finished roots
+(bounded), so work a cancelled run left running starts no root of its own. Not thread-safe:
+its owner (:class:`journal._tracker.RunTracker`) holds its lock around every call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Final
+from uuid import UUID
+
+from journal._run_state import Node, RunState, caller_for
+
+__all__ = ["RunRegistry"]
+
+#: How many runs of finished roots the journal remembers (to ignore work they left running).
+_FINISHED_CAPACITY: Final = 10_000
+
+
+class RunRegistry:
+    """Roots by run id, the runs under them as :class:`Node`, and recently finished runs."""
+
+    __slots__ = ("_finished", "_nodes", "_roots")
+
+    def __init__(self) -> None:
+        self._roots: dict[UUID, RunState] = {}
+        self._nodes: dict[UUID, Node] = {}
+        # runs of finished roots (work a cancel left running): what starts under them is no root
+        self._finished: OrderedDict[UUID, None] = OrderedDict()
+
+    def root(self, run_id: UUID | None) -> RunState | None:
+        """The root run ``run_id``, if it is a journaled root still going."""
+        return self._roots.get(run_id) if run_id is not None else None
+
+    def node(self, run_id: UUID | None) -> Node | None:
+        """The journaled run ``run_id`` under a root, if it is still going."""
+        return self._nodes.get(run_id) if run_id is not None else None
+
+    def knows(self, run_id: UUID | None) -> bool:
+        """Whether ``run_id`` is a journaled root or a run under one."""
+        return run_id in self._roots or run_id in self._nodes
+
+    def finished(self, run_id: UUID | None) -> bool:
+        """Whether ``run_id`` belonged to a root that has finished (work it left running)."""
+        return run_id in self._finished
+
+    def add_root(self, run_id: UUID, run: RunState) -> None:
+        """Follow the root run ``run_id``."""
+        self._roots[run_id] = run
+
+    def add_child(
+        self,
+        run_id: UUID,
+        parent_id: UUID | None,
+        name: str,
+        metadata: dict[str, Any] | None,
+        *,
+        tool: bool = False,
+    ) -> Node | None:
+        """Follow ``run_id`` (a tool call if ``tool``) under its journaled parent; ``None`` if
+        the parent is unknown."""
+        if parent_id is None:
+            return None
+        md = metadata or {}
+        root = self._roots.get(parent_id)
+        parent = None if root is not None else self._nodes.get(parent_id)
+        if root is None:
+            if parent is None:
+                return None
+            root = parent.run
+        caller, top = caller_for(parent, name, md)
+        step = md.get("langgraph_step")
+        node = Node(
+            run=root,
+            name=name,
+            caller=caller,
+            node=md.get("langgraph_node"),
+            step=step if isinstance(step, int) else None,
+            top=top,
+            is_tool=tool,
+            in_tool=parent is not None and (parent.is_tool or parent.in_tool),
+        )
+        node.task = node if top else (parent.task if parent is not None else None)
+        self._nodes[run_id] = node
+        return node
+
+    def pop(self, run_id: UUID) -> Node | None:
+        """Stop following the run ``run_id`` (it ended); return it if it was followed."""
+        return self._nodes.pop(run_id, None)
+
+    def done(self, run_id: UUID, timing_key: str) -> tuple[Node, dict[str, Any]] | None:
+        """Stop following a finished call; return it with its attribution and elapsed ms."""
+        node = self._nodes.pop(run_id, None)
+        if node is None:
+            return None
+        metadata = {
+            **node.attribution(),
+            timing_key: round((time.perf_counter() - node.started) * 1000, 3),
+        }
+        if timing_key == "duration_ms":  # a tool call
+            metadata.update(tool_call_id=node.tool_call_id, tool_run_id=str(run_id))
+        return node, metadata
+
+    def end_root(self, run_id: UUID, run: RunState) -> list[Node]:
+        """The root ``run_id`` finished: forget it and every run under it (as finished);
+        return the runs that were still going."""
+        del self._roots[run_id]
+        self.forget(run_id)
+        left = [k for k, n in self._nodes.items() if n.run is run]
+        nodes = [self._nodes.pop(key) for key in left]
+        for key in left:
+            self.forget(key)
+        return nodes
+
+    def going(self) -> list[Node]:
+        """Every run still followed."""
+        return list(self._nodes.values())
+
+    def forget(self, run_id: UUID) -> None:
+        """Remember ``run_id`` as a finished run's (bounded): chains under it are ignored."""
+        self._finished[run_id] = None
+        if len(self._finished) > _FINISHED_CAPACITY:
+            self._finished.popitem(last=False)

@@ -1,0 +1,429 @@
+"""The runs and usage projection: the one place that reads runs and token usage out of events.
+
+I/O-free. :func:`project` folds a batch of events (each with its seq) into one
+:class:`RunFold` per run and usage :data:`Buckets` per thread; :meth:`RunFold.merge` merges a
+fold into the stored one. The default ``RunEventStore`` methods fold a whole thread, every
+built-in backend folds each appended batch and merges it into its runs and usage tables, and
+each migration's backfill folds the events already stored: the answers are the same whichever
+way the events arrived (batched, one by one, or backfilled).
+
+What is read (all optional, tolerated when absent or of the wrong type):
+
+* every event: ``seq``, ``created_at``, ``run_id``;
+* lifecycle events: their type (the status); a terminal one (``run.end/error/cancel/
+  interrupt``) gives ``ended_at`` and ``content.duration_ms``; ``run.error`` gives
+  ``content.error_type`` / ``content.error``;
+* ``llm.end``: ``metadata.model``, ``metadata.caller``, ``metadata.usage`` (``input_tokens``,
+  ``output_tokens``, ``total_tokens`` — input + output when missing or 0 —,
+  ``cache_read_tokens``, ``reasoning_tokens``); ``llm.end``/``llm.error`` and
+  ``tool.end``/``tool.error`` are counted;
+* ``message.human`` (first one not hidden: ``metadata.hidden``, else the content's
+  ``additional_kwargs.hide_from_ui``) and ``message.ai`` (last one with ``metadata.caller``
+  ``agent``, or no caller): their text, cut to :data:`PREVIEW_CHARS`. Messages without text
+  (an AI message that only calls tools) are skipped.
+
+Bounds, so that no stored event can make an append fail: token counts are ints clamped to
+``0..2**31-1`` per call (a float is truncated, anything else is 0); model and caller names are
+cut to 256 characters, ``error_type`` to 256 and ``error`` to 4,096; NUL characters in any
+text become U+FFFD (PostgreSQL text cannot hold them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from journal._summaries import RunSummary, ThreadUsage, UsageTotals, status_from_lifecycle
+from journal.events import NewEvent
+
+__all__ = [
+    "MERGE_RULES",
+    "PREVIEW_CHARS",
+    "RUN_COLUMNS",
+    "TOTAL",
+    "USAGE_COUNTS",
+    "USAGE_KEYS",
+    "Buckets",
+    "Projection",
+    "RunFold",
+    "add_buckets",
+    "by_first_seq",
+    "fold_of",
+    "fold_values",
+    "merge_assignments",
+    "project",
+    "thread_usage",
+    "union_models",
+]
+
+#: The token counts of a run's ``usage`` (and of every usage bucket, with ``calls``).
+USAGE_KEYS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "reasoning_tokens",
+)
+USAGE_COUNTS: Final = ("calls", *USAGE_KEYS)
+#: Usage bucket scopes: the thread's total (key ``""``), per model, per caller.
+TOTAL: Final = ("total", "")
+PREVIEW_CHARS: Final = 200
+_TERMINAL: Final = frozenset({"run.end", "run.error", "run.cancel", "run.interrupt"})
+_MODEL_CALLS: Final = frozenset({"llm.end", "llm.error"})
+_TOOL_CALLS: Final = frozenset({"tool.end", "tool.error"})
+_TOKEN_MAX: Final = 2**31 - 1
+_NAME_CHARS: Final = 256
+_ERROR_CHARS: Final = 4096
+
+#: A thread's usage: ``(scope, key)`` -> counts of :data:`USAGE_COUNTS`.
+Buckets = dict[tuple[str, str], dict[str, int]]
+
+
+# -- reading one event ---------------------------------------------------------------------
+
+
+def _clean(text: str, limit: int) -> str:
+    text = text if "\x00" not in text else text.replace("\x00", "\ufffd")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _name(value: Any) -> str | None:
+    return _clean(value, _NAME_CHARS) if isinstance(value, str) and value else None
+
+
+def _tokens(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    count = value if isinstance(value, int) else int(value) if math.isfinite(value) else 0
+    return min(max(count, 0), _TOKEN_MAX)
+
+
+def call_usage(metadata: Mapping[str, Any]) -> dict[str, int]:
+    """The :data:`USAGE_KEYS` of one ``llm.end``'s ``metadata.usage`` (zeros when absent)."""
+    raw = metadata.get("usage")
+    raw = raw if isinstance(raw, Mapping) else {}
+    usage = {}
+    for key in USAGE_KEYS:
+        value = raw.get(key, 0)
+        usage[key] = value if type(value) is int and 0 <= value <= _TOKEN_MAX else _tokens(value)
+    if not usage["total_tokens"]:
+        usage["total_tokens"] = min(usage["input_tokens"] + usage["output_tokens"], _TOKEN_MAX)
+    return usage
+
+
+def _message_data(content: Any) -> Mapping[str, Any]:
+    data = content.get("data") if isinstance(content, Mapping) else None
+    return data if isinstance(data, Mapping) else {}
+
+
+def message_text(content: Any) -> str:
+    """The text of a stored message: its content if a string, else its text parts joined."""
+    body = _message_data(content).get("content")
+    if isinstance(body, str):
+        return body
+    if not isinstance(body, list):
+        return ""
+    parts = []
+    for part in body:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, Mapping) and part.get("type") == "text":
+            text = part.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "".join(parts)
+
+
+def _hidden(event: NewEvent) -> bool:
+    flag = event.metadata.get("hidden")
+    if isinstance(flag, bool):
+        return flag
+    extra = _message_data(event.content).get("additional_kwargs")
+    return isinstance(extra, Mapping) and bool(extra.get("hide_from_ui"))
+
+
+def _preview(event: NewEvent) -> str | None:
+    text = message_text(event.content)
+    return _clean(text, PREVIEW_CHARS) if text.strip() else None
+
+
+def _content(event: NewEvent, key: str) -> Any:
+    return event.content.get(key) if isinstance(event.content, Mapping) else None
+
+
+# -- a run ---------------------------------------------------------------------------------
+
+
+def _zero_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+@dataclass
+class RunFold:
+    """What the events of one run (or of a part of it, in seq order) say about it.
+
+    ``lifecycle`` is the type of its newest lifecycle event; ``ended_at``,
+    ``terminal_duration_ms``, ``error_type`` and ``error`` belong to that event (set only
+    when it is terminal, the error fields only for ``run.error``).
+    """
+
+    thread_id: str
+    run_id: str
+    first_seq: int
+    last_seq: int
+    started_at: datetime
+    last_event_at: datetime
+    event_count: int = 0
+    lifecycle: str | None = None
+    ended_at: datetime | None = None
+    terminal_duration_ms: float | None = None
+    error_type: str | None = None
+    error: str | None = None
+    models: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=_zero_usage)
+    llm_calls: int = 0
+    tool_calls: int = 0
+    first_human: str | None = None
+    last_ai: str | None = None
+
+    @classmethod
+    def starting(cls, seq: int, event: NewEvent) -> RunFold:
+        """An empty fold of ``event``'s run, starting at it (add the event next)."""
+        return cls(event.thread_id, event.run_id, seq, seq, event.created_at, event.created_at)
+
+    def add(self, seq: int, event: NewEvent) -> tuple[dict[str, int], str | None] | None:
+        """Fold the run's next event in; for an ``llm.end``, the call's usage and model."""
+        self.last_seq, self.last_event_at = seq, event.created_at
+        self.event_count += 1
+        kind = event.event_type
+        if event.category == "lifecycle":
+            self._lifecycle(event)
+        elif kind in _MODEL_CALLS:
+            self.llm_calls += 1
+            if kind == "llm.end":
+                usage = call_usage(event.metadata)
+                for key, value in usage.items():
+                    self.usage[key] += value
+                model = _name(event.metadata.get("model"))
+                if model is not None and model not in self.models:
+                    self.models.append(model)
+                return usage, model
+        elif kind in _TOOL_CALLS:
+            self.tool_calls += 1
+        elif kind == "message.human":
+            if self.first_human is None and not _hidden(event):
+                self.first_human = _preview(event)
+        elif kind == "message.ai" and event.metadata.get("caller", "agent") == "agent":
+            self.last_ai = _preview(event) or self.last_ai
+        return None
+
+    def _lifecycle(self, event: NewEvent) -> None:
+        self.lifecycle = event.event_type
+        terminal = event.event_type in _TERMINAL
+        self.ended_at = event.created_at if terminal else None
+        duration = _content(event, "duration_ms")
+        valid = isinstance(duration, int | float) and not isinstance(duration, bool)
+        self.terminal_duration_ms = (
+            float(duration) if terminal and valid and math.isfinite(duration) else None
+        )
+        error_type = _content(event, "error_type") if event.event_type == "run.error" else None
+        error = _content(event, "error") if event.event_type == "run.error" else None
+        self.error_type = _clean(error_type, _NAME_CHARS) if isinstance(error_type, str) else None
+        self.error = _clean(error, _ERROR_CHARS) if isinstance(error, str) else None
+
+    def merge(self, newer: RunFold) -> None:
+        """Merge ``newer`` (the same run's later events) into this fold, by :data:`MERGE_RULES`."""
+        for name, rule in MERGE_RULES.items():
+            setattr(self, name, _MERGE[rule](getattr(self, name), getattr(newer, name), newer))
+
+    def summary(self) -> RunSummary:
+        """The run as ``list_runs`` reports it (new objects: nothing shared with the fold)."""
+        duration = self.terminal_duration_ms
+        if duration is None and self.ended_at is not None:
+            duration = (self.ended_at - self.started_at) / timedelta(milliseconds=1)
+        return RunSummary(
+            run_id=self.run_id,
+            thread_id=self.thread_id,
+            first_seq=self.first_seq,
+            last_seq=self.last_seq,
+            event_count=self.event_count,
+            started_at=self.started_at,
+            last_event_at=self.last_event_at,
+            status=status_from_lifecycle(self.lifecycle),
+            ended_at=self.ended_at,
+            duration_ms=duration if self.ended_at is not None else None,
+            error_type=self.error_type,
+            error=self.error,
+            models=list(self.models),
+            usage=dict(self.usage),
+            llm_calls=self.llm_calls,
+            tool_calls=self.tool_calls,
+            first_human=self.first_human,
+            last_ai=self.last_ai,
+        )
+
+
+def by_first_seq(run: RunFold) -> int:
+    """The key runs are paged by (``list_runs``): their first seq."""
+    return run.first_seq
+
+
+# How a stored fold and a newer one combine, field by field. Written once as data: the
+# PostgreSQL backend renders the same rules as SQL (journal._postgres_schema), the others
+# apply them here.
+_FOLD_FIELDS: Final = frozenset(f.name for f in fields(RunFold))
+#: field -> rule: ``keep`` (the older value), ``newer``, ``add`` (counts; usage key by key),
+#: ``lifecycle`` (the newer value if the newer part has a lifecycle event), ``first_set``
+#: (the older value unless unset), ``last_set`` (the newer value unless unset), ``union``
+#: (the older list, then the newer values not in it, in order).
+MERGE_RULES: Final[dict[str, str]] = {
+    "first_seq": "keep",
+    "started_at": "keep",
+    "last_seq": "newer",
+    "last_event_at": "newer",
+    "event_count": "add",
+    "lifecycle": "lifecycle",
+    "ended_at": "lifecycle",
+    "terminal_duration_ms": "lifecycle",
+    "error_type": "lifecycle",
+    "error": "lifecycle",
+    "models": "union",
+    "usage": "add",
+    "llm_calls": "add",
+    "tool_calls": "add",
+    "first_human": "first_set",
+    "last_ai": "last_set",
+}
+assert set(MERGE_RULES) == _FOLD_FIELDS - {"thread_id", "run_id"}
+
+
+def merge_assignments(templates: Mapping[str, str | None]) -> str:
+    """:data:`MERGE_RULES` as the ``SET`` of an SQL upsert: ``templates`` gives each rule's
+    expression (``{c}`` the column; ``None``: the stored value stays), in a backend's dialect."""
+    sets = []
+    for name, rule in MERGE_RULES.items():
+        template = templates[rule]
+        if template is not None:
+            sets += [
+                f"{c} = {template.format(c=c)}"
+                for c in (USAGE_KEYS if name == "usage" else (name,))
+            ]
+    return ", ".join(sets)
+
+
+def _add(old: Any, new: Any, _: RunFold) -> Any:
+    if isinstance(old, dict):
+        return {key: old[key] + new[key] for key in old}
+    return old + new
+
+
+def union_models(old: list[str], new: list[str]) -> list[str]:
+    """The ``union`` rule: the older models, then the newer ones not among them, in order."""
+    return [*old, *(m for m in new if m not in old)]
+
+
+_MERGE: Final[dict[str, Callable[[Any, Any, RunFold], Any]]] = {
+    "keep": lambda old, new, newer: old,
+    "newer": lambda old, new, newer: new,
+    "add": _add,
+    "lifecycle": lambda old, new, newer: new if newer.lifecycle is not None else old,
+    "first_set": lambda old, new, newer: old if old is not None else new,
+    "last_set": lambda old, new, newer: new if new is not None else old,
+    "union": lambda old, new, newer: union_models(old, new),
+}
+
+
+#: How backends store a fold: its fields in order, ``usage`` as one column per key.
+RUN_COLUMNS: Final = tuple(
+    column for f in fields(RunFold) for column in (USAGE_KEYS if f.name == "usage" else (f.name,))
+)
+
+
+def fold_values(run: RunFold) -> list[Any]:
+    """The values of ``run`` in :data:`RUN_COLUMNS` order."""
+    return [run.usage[name] if name in run.usage else getattr(run, name) for name in RUN_COLUMNS]
+
+
+def fold_of(values: Iterable[Any]) -> RunFold:
+    """The fold stored as ``values`` (in :data:`RUN_COLUMNS` order)."""
+    named = dict(zip(RUN_COLUMNS, values, strict=True))
+    usage = {key: int(named.pop(key)) for key in USAGE_KEYS}
+    named["models"] = list(named["models"])
+    return RunFold(**named, usage=usage)
+
+
+# -- a batch -------------------------------------------------------------------------------
+
+
+@dataclass
+class Projection:
+    """What a batch of events adds: a fold per ``(thread_id, run_id)`` (in order of first
+    appearance), and the model calls' usage, read as buckets by :meth:`usage`."""
+
+    runs: dict[tuple[str, str], RunFold] = field(default_factory=dict)
+    #: ``(thread_id, model, caller)`` -> counts of :data:`USAGE_COUNTS`
+    calls: dict[tuple[str, str, str], dict[str, int]] = field(default_factory=dict)
+
+    def add(self, seq: int, event: NewEvent) -> None:
+        """Fold ``event`` (stored at ``seq``; events of a thread come in seq order) in."""
+        key = (event.thread_id, event.run_id)
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = RunFold.starting(seq, event)
+        call = run.add(seq, event)
+        if call is not None:
+            usage, model = call
+            caller = _name(event.metadata.get("caller")) or "unknown"
+            cell = (event.thread_id, model or "unknown", caller)
+            counts = self.calls.get(cell)
+            if counts is None:
+                self.calls[cell] = {"calls": 1, **usage}
+            else:
+                counts["calls"] += 1
+                for name, value in usage.items():
+                    counts[name] += value
+
+    def usage(self) -> dict[str, Buckets]:
+        """Per thread with a model call: its buckets — the total, each model, each caller."""
+        threads: dict[str, Buckets] = {}
+        for (thread_id, model, caller), counts in self.calls.items():
+            buckets = threads.setdefault(thread_id, {})
+            add_buckets(
+                buckets, {TOTAL: counts, ("model", model): counts, ("caller", caller): counts}
+            )
+        return threads
+
+
+def project(events: Iterable[tuple[int, NewEvent]]) -> Projection:
+    """The :class:`Projection` of ``(seq, event)`` pairs (each thread's in seq order)."""
+    projection = Projection()
+    for seq, event in events:
+        projection.add(seq, event)
+    return projection
+
+
+def add_buckets(total: Buckets, more: Buckets) -> None:
+    """Add the counts of ``more`` into ``total`` bucket by bucket."""
+    for bucket, counts in more.items():
+        into = total.setdefault(bucket, dict.fromkeys(USAGE_COUNTS, 0))
+        for name, value in counts.items():
+            into[name] += value
+
+
+def thread_usage(
+    thread_id: str, buckets: Iterable[tuple[str, str, Mapping[str, int]]], run_count: int
+) -> ThreadUsage:
+    """The ``ThreadUsage`` of stored ``(scope, key, counts)`` buckets."""
+    usage = ThreadUsage(thread_id=thread_id, run_count=run_count)
+    for scope, key, counts in buckets:
+        totals = UsageTotals(**{name: int(counts[name]) for name in USAGE_COUNTS})
+        if (scope, key) == TOTAL:
+            usage.totals = totals
+        elif scope == "model":
+            usage.by_model[key] = totals
+        elif scope == "caller":
+            usage.by_caller[key] = totals
+    return usage

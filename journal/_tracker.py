@@ -1,0 +1,395 @@
+"""The roots, nodes and conversations of a ``RunJournal``: what happened, and what to journal.
+
+:class:`RunTracker` knows no callback signatures: the callback surface
+(:class:`journal.run_journal.RunJournal`) tells it what happened — a chain, a model call, a
+tool call started, ended or failed; a custom event; a pause or a resume — with plain values.
+It keeps the runs it journals (a *root* is the outermost chain of a call the journal is
+attached to; every run under it is a :class:`journal._run_state.Node`), attributes each event
+(caller, step, node), queues lifecycle and trace events on the :class:`journal._sink.EventSink`
+and hands the thread's messages to its :class:`journal._conversation.Conversation`.
+
+Thread-safe: one non-blocking lock around each happening; callback path, so no I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Final
+from uuid import UUID
+
+from langchain_core.messages import BaseMessage
+from langgraph.errors import GraphBubbleUp, GraphRecursionError
+
+from journal import _capture as cap
+from journal._contents import Contents, ModelOutput
+from journal._conversation import Conversation
+from journal._edits import task_order_key
+from journal._logging import get_logger
+from journal._registry import RunRegistry
+from journal._run_state import Node, RunState, SpinLock, ThreadStates
+from journal._sink import EventSink
+from journal._writer import Lazy
+from journal.catalog import SUMMARIZATION_EVENT, SUMMARIZE_EVENT_TYPE, sanitize_tag
+from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
+
+__all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
+
+_log = get_logger(__name__)
+_CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
+_INTERRUPT_ERRORS: Final = frozenset({"GraphInterrupt", "NodeInterrupt"})
+#: Longest tag of a ``family:<tag>`` event type this journal writes (room for the family).
+MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
+
+
+def event_tag(name: str) -> str:
+    """``name`` as a valid event tag: unusable characters become ``_``, cut to the limit."""
+    return sanitize_tag(name, MAX_TAG_LENGTH)
+
+
+class RunTracker:
+    """Follows every run a journal is attached to and journals what happens in it."""
+
+    def __init__(self, sink: EventSink, contents: Contents) -> None:
+        self._sink = sink
+        self._contents = contents
+        self._lock = SpinLock()
+        self._runs = RunRegistry()
+        self._threads: ThreadStates[Conversation] = ThreadStates(
+            lambda thread_id: Conversation(thread_id, sink, contents)
+        )
+
+    # -- chains: roots and the nodes of their graphs ----------------------------------------
+
+    def chain_started(
+        self,
+        run_id: UUID,
+        parent_id: UUID | None,
+        name: str,
+        inputs: Any,
+        metadata: dict[str, Any],
+        default_thread: str | None,
+    ) -> None:
+        """A chain started: a root (its parent is unknown to this journal: it is attached to
+        that call) with ``run.start`` and its new input, or a node under a journaled root."""
+        with self._lock:
+            if self._runs.finished(parent_id):
+                self._runs.forget(run_id)
+                return
+            if not self._runs.knows(parent_id):
+                self._start_root(run_id, name, inputs, metadata, default_thread)
+                return
+            node = self._runs.add_child(run_id, parent_id, name, metadata)
+            if node is not None and node.top:
+                path = task_order_key(metadata.get("langgraph_path") or "")
+                self._threads.get(node.run.thread_id).node_started(node, inputs, path)
+
+    def chain_ended(self, run_id: UUID, outputs: Any) -> None:
+        """A chain ended: a node of the root graph journals what it wrote; a root ``run.end``."""
+        with self._lock:
+            run = self._runs.root(run_id)
+            if run is not None:
+                self._finish_root(run_id, run, "run.end", run.summary("success"), state=outputs)
+                return
+            node = self._runs.pop(run_id)
+            if node is not None and node.top:
+                self._threads.get(node.run.thread_id).node_ended(node, outputs)
+                self._node_over(node, cap.written_ids(outputs) if node.outputs else set())
+
+    def chain_failed(self, run_id: UUID, error: BaseException) -> None:
+        """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
+        ``run.error``; a node that answered a tool call stops holding later results."""
+        with self._lock:
+            run = self._runs.root(run_id)
+            if run is None:
+                node = self._runs.pop(run_id)
+                if node is None:
+                    return
+                if node.top:
+                    self._node_over(node, set())
+                bubble = isinstance(error, GraphBubbleUp)
+                if node.top and bubble:
+                    node.run.task_interrupted = True  # its step is not applied until resumed
+                # an interrupted call is answered when the run resumes: keep its place
+                if node.tool_call_id is not None and not bubble:
+                    self._threads.get(node.run.thread_id).task_failed(node)
+                return
+            if isinstance(error, _CANCEL_ERRORS):
+                content = {**run.summary("cancelled"), "reason": type(error).__name__}
+                self._finish_root(run_id, run, "run.cancel", content, applied=False)
+            elif type(error).__name__ in _INTERRUPT_ERRORS:
+                self._finish_root(run_id, run, "run.interrupt", _interrupt_content(run, ()))
+            else:
+                content = {**run.summary("error"), **cap.error_summary(error)}
+                # out of steps: raised after the last superstep was applied
+                applied = isinstance(error, GraphRecursionError)
+                self._finish_root(run_id, run, "run.error", content, applied=applied)
+
+    def run_interrupted(
+        self, run_id: UUID | None, checkpoint_ns: Any, interrupts: Sequence[Any], checkpoint_id: Any
+    ) -> None:
+        """The root graph paused for a human: ``run.interrupt`` (its last lifecycle event)."""
+        with self._lock:
+            run = self._runs.root(run_id)
+            if run is None or checkpoint_ns or run.interrupted:
+                return
+            content = {**_interrupt_content(run, interrupts), "checkpoint_id": checkpoint_id}
+            self._sink.emit(run, "lifecycle", "run.interrupt", content, {})
+            run.interrupted = True
+
+    def run_resumed(
+        self, run_id: UUID | None, checkpoint_ns: Any, checkpoint_id: Any, status: Any
+    ) -> None:
+        """The root graph resumed from a checkpoint: ``run.resume``."""
+        with self._lock:
+            run = self._runs.root(run_id)
+            if run is None or checkpoint_ns:
+                return
+            content = {"checkpoint_id": checkpoint_id, "status": status}
+            self._sink.emit(run, "lifecycle", "run.resume", content, {})
+
+    # -- model calls, tool calls, other runs ------------------------------------------------
+
+    def model_started(
+        self,
+        run_id: UUID,
+        parent_id: UUID | None,
+        model: str,
+        parameters: dict[str, Any],
+        prompt: list[BaseMessage],
+        tags: list[str],
+        metadata: dict[str, Any],
+    ) -> None:
+        """A model call started: ``llm.start`` (the record of its input built by the writer)."""
+        with self._lock:
+            node = self._runs.add_child(run_id, parent_id, model, metadata)
+            if node is None:
+                return
+            node.model = model
+            event_md = {
+                **node.attribution(),
+                "model": model,
+                "parameters": parameters,
+                "message_count": len(prompt),
+                "llm_run_id": str(run_id),
+                "lc_source": metadata.get("lc_source"),
+                "tags": tags,
+            }
+            args = (node.run.thread_id, str(node.caller), str(run_id), prompt)
+            content = Lazy(self._contents.model_call, args)
+            self._sink.emit(node.run, "trace", "llm.start", content, event_md)
+
+    def model_ended(self, run_id: UUID, response: cap.ModelResponse) -> None:
+        """A model call answered: ``llm.end`` with usage under the model the response names,
+        and the answer itself unless the node that made the call writes it to the thread's
+        state (journaled as ``message.*``); usage adds to the run's totals."""
+        with self._lock:
+            done = self._runs.done(run_id, "latency_ms")
+            if done is None:
+                return
+            node, metadata = done
+            requested = node.model or "unknown"
+            model = response.model or requested
+            if response.usage:
+                node.run.add_usage(model, response.usage)
+            metadata.update(
+                model=model, request_model=requested, usage=response.usage, llm_run_id=str(run_id)
+            )
+            message = response.message
+            content: Any = {
+                "message_id": getattr(message, "id", None),
+                "tool_call_count": len(getattr(message, "tool_calls", None) or ()),
+            }
+            if isinstance(message, BaseMessage):
+                content = ModelOutput(content, message)
+                holder = _deciding_node(node)
+                if holder is None:
+                    content.settle(keep=True)
+                else:  # the node that made the call says, when it ends, whether it wrote it
+                    holder.outputs.append(content)
+            self._sink.emit(node.run, "trace", "llm.end", content, metadata)
+
+    def model_failed(self, run_id: UUID, error: BaseException) -> None:
+        """A model call failed: ``llm.error`` (the run's ``run.error`` comes from the root)."""
+        with self._lock:
+            done = self._runs.done(run_id, "latency_ms")
+            if done is not None:
+                node, metadata = done
+                metadata.update(model=node.model, llm_run_id=str(run_id))
+                self._sink.emit(node.run, "trace", "llm.error", cap.error_summary(error), metadata)
+
+    def tool_started(
+        self,
+        run_id: UUID,
+        parent_id: UUID | None,
+        name: str,
+        call_id: str | None,
+        args: Any,
+        metadata: dict[str, Any] | None,
+    ) -> None:
+        """A tool call started: ``tool.start`` with its name and arguments."""
+        with self._lock:
+            node = self._runs.add_child(run_id, parent_id, name, metadata, tool=True)
+            if node is None:
+                return
+            node.tool_call_id = call_id
+            parent = self._runs.node(parent_id)
+            if parent is not None and parent.top and parent.tool_call_id is None:
+                parent.tool_call_id = call_id  # the tools task this call belongs to
+            event_md = {**node.attribution(), "tool_call_id": call_id, "tool_run_id": str(run_id)}
+            self._sink.emit(node.run, "trace", "tool.start", {"name": name, "args": args}, event_md)
+
+    def tool_ended(self, run_id: UUID, output: Any) -> None:
+        """A tool call returned: ``tool.end`` (the result message comes from its node)."""
+        with self._lock:
+            done = self._runs.done(run_id, "duration_ms")
+            if done is not None:
+                node, metadata = done
+                content = Lazy(cap.tool_end_content, (node.name, output))
+                self._sink.emit(node.run, "trace", "tool.end", content, metadata)
+
+    def tool_failed(self, run_id: UUID, error: BaseException) -> None:
+        """A tool call raised: ``tool.error`` with its duration and the error."""
+        with self._lock:
+            done = self._runs.done(run_id, "duration_ms")
+            if done is not None:
+                node, metadata = done
+                content = {"name": node.name, **cap.error_summary(error)}
+                self._sink.emit(node.run, "trace", "tool.error", content, metadata)
+
+    def other_started(
+        self, run_id: UUID, parent_id: UUID | None, name: str, metadata: dict[str, Any] | None
+    ) -> None:
+        """A run that writes no event started (a retriever): what it runs stays in the run."""
+        with self._lock:
+            self._runs.add_child(run_id, parent_id, name, metadata)
+
+    def other_ended(self, run_id: UUID) -> None:
+        """A run that writes no event ended or failed."""
+        with self._lock:
+            self._runs.pop(run_id)
+
+    # -- custom events and middleware -------------------------------------------------------
+
+    def custom_event(self, name: str, data: Any, run_id: UUID) -> None:
+        """A custom event in a journaled run: ``custom:<tag>``; the ``summarization`` event of
+        a node of the root graph is also its ``middleware:summarize`` marker."""
+        with self._lock:
+            node = self._runs.node(run_id)
+            run = node.run if node is not None else self._runs.root(run_id)
+            if run is None:
+                return
+            if node is not None:
+                attribution = node.attribution()
+            else:
+                attribution = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
+            event_md = {**attribution, "name": name}
+            self._sink.emit(run, "trace", f"custom:{event_tag(str(name))}", data, event_md)
+            # a subagent's compaction changes its own state, not the thread's: a trace only
+            if name == SUMMARIZATION_EVENT and (node is None or node.top):
+                if node is not None:
+                    node.summarized = True  # its rewrite is this marker, not another
+                self._sink.emit(run, "middleware", SUMMARIZE_EVENT_TYPE, data, attribution)
+
+    def middleware_recorded(self, hook_run: UUID | None, tag: str, content: Any, name: str) -> None:
+        """A middleware hook (run ``hook_run``) recorded ``middleware:<tag>``; ``ValueError``
+        when the hook's run is not journaled here."""
+        with self._lock:
+            node = self._runs.node(hook_run)
+            if node is None:
+                raise ValueError(
+                    "record_middleware found no run journaled by this RunJournal for config; "
+                    "attach the journal to the graph's callbacks"
+                )
+            metadata = {**node.attribution(), "caller": f"middleware:{name}"}
+            self._sink.emit(node.run, "middleware", f"middleware:{tag}", content, metadata)
+
+    def closing(self) -> None:
+        """The journal closes: paused runs' held results and edits are journaled now."""
+        with self._lock:
+            for node in self._runs.going():
+                self._node_over(node, set())
+            for conversation in self._threads.values():
+                conversation.closing()
+
+    # -- bookkeeping (the caller holds the lock) --------------------------------------------
+
+    def _start_root(
+        self,
+        run_id: UUID,
+        name: str,
+        inputs: Any,
+        metadata: dict[str, Any],
+        default_thread: str | None,
+    ) -> None:
+        thread = metadata.get("thread_id")
+        source = "metadata"
+        if thread is None:
+            thread, source = default_thread, "constructor"
+        if thread is None:
+            thread, source = str(run_id), "run_id"
+            _log.warning("journal_run_without_thread", run_id=str(run_id))
+        start_metadata: dict[str, Any] = {"thread_id_source": source}
+        thread_id = journal_thread_id(str(thread))
+        if thread_id != str(thread):  # journaled under a valid stand-in, never dropped
+            start_metadata["thread_id_original"] = str(thread)
+            _log.warning("journal_thread_id_mapped", run_id=str(run_id), thread_id=thread_id)
+        run = RunState(run_id=str(run_id), thread_id=thread_id, graph=name)
+        self._runs.add_root(run_id, run)
+        self._sink.run_started(run)
+        content = {"graph": name, "input": cap.input_summary(inputs)}
+        self._sink.emit(run, "lifecycle", "run.start", content, start_metadata)
+        user = Node(run=run, name=name, caller="user", node=None, step=None)
+        command = not isinstance(inputs, dict)  # a Command's update adds every message it has
+        messages = cap.assign_input_ids(inputs)
+        self._threads.get(thread_id).root_started(user, messages, command)
+
+    def _finish_root(
+        self,
+        run_id: UUID,
+        run: RunState,
+        event_type: str,
+        content: dict[str, Any],
+        applied: bool = True,
+        state: Any = None,
+    ) -> None:
+        """End a root run; ``applied``: LangGraph applied its last superstep's writes;
+        ``state``: the root's output (the final state of a graph)."""
+        self._sink.run_ended(run)
+        paused = run.interrupted or event_type == "run.interrupt"
+        conversation = self._threads.get(run.thread_id)
+        conversation.root_finished(run, applied=applied, paused=paused, state=state)
+        if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
+            self._sink.emit(run, "lifecycle", event_type, content, {})
+        run.finished = True
+        for node in self._runs.end_root(run_id, run):
+            self._node_over(node, set())
+        self._sink.wake()
+
+    def _node_over(self, node: Node, written: set[str]) -> None:
+        """A node of the root graph is over (``written``: the message ids it wrote): the
+        answers of the model calls it made are kept on their ``llm.end`` unless written."""
+        node.ended = True
+        if not node.outputs:
+            return
+        for output in node.outputs:
+            output.settle(keep=output.message_id not in written)
+        node.outputs.clear()
+        self._sink.settled()
+
+
+def _deciding_node(call: Node) -> Node | None:
+    """The node of the root graph whose output tells whether a model call's answer enters
+    the thread's state, if it may; ``None`` when it cannot (the call is made inside a tool, a
+    nested graph — a subagent —, outside any node, or after its node ended)."""
+    task = call.task
+    if call.top or call.in_tool or task is None or task.ended:
+        return None
+    if str(call.caller).startswith("subagent:"):
+        return None
+    return task
+
+
+def _interrupt_content(run: RunState, interrupts: Sequence[Any]) -> dict[str, Any]:
+    items = [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in interrupts]
+    return {**run.summary("interrupted"), "interrupts": items, "checkpoint_id": None}

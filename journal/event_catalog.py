@@ -1,0 +1,150 @@
+"""The catalog of the events ``RunJournal`` writes: their types, content and metadata.
+
+This module is documentation: the shapes below are what :class:`journal.RunJournal` writes and
+what ``history``, the HTTP API and the viewer read. The names themselves (event types, the tag
+rule) are constants in :mod:`journal.catalog`; the event model is :mod:`journal.events`.
+
+Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
+the trace, message and middleware categories carries ``caller`` (``"agent"``,
+``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
+``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node).
+
+lifecycle
+  ``run.start``      content ``{"graph", "input": {"kind", "keys", "message_count"} | {"kind":
+                     "command", "resume"}}``; metadata ``{"thread_id_source"}``, plus
+                     ``thread_id_original`` when the thread id was no valid journal id
+                     (surrounding spaces, control characters, too long): the run is then
+                     journaled under ``journal.events.journal_thread_id(original)``.
+  ``run.end``        content ``{"status": "success", "duration_ms", "usage", "usage_by_model",
+                     "message_counts", "dropped_events"}``; ``usage`` sums the ``usage`` of the
+                     run's ``llm.end`` events (every model call of the run: the agent's, its
+                     middleware's, its subagents'), key by key; ``usage_by_model[model]`` the
+                     same plus ``calls``, keyed by the model the response names (``llm.end``
+                     ``model``); ``message_counts`` maps ``human``/``ai``/``tool`` to the
+                     messages this run journaled.
+  ``run.error``      the ``run.end`` content with ``status: "error"``, ``error_type``, ``error``.
+                     Once per run (the root's failure), never per nested chain.
+  ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
+                     (``CancelledError`` / ``KeyboardInterrupt``).
+  ``run.interrupt``  the ``run.end`` content with ``status: "interrupted"``, ``interrupts``
+                     (``[{"id", "value"}]``) and ``checkpoint_id``. A paused run has no
+                     ``run.end``: ``run.interrupt`` is its last lifecycle event.
+  ``run.resume``     content ``{"checkpoint_id", "status"}``; the resumed run also starts with
+                     ``run.start``.
+
+message (content: ``journal.messages.message_to_content(message)``; its ``data.id`` is the id
+the message has in the LangGraph state; metadata ``digest``: its digest, see
+:mod:`journal.digests`; ``hidden``: whether the message's ``additional_kwargs["hide_from_ui"]``
+is truthy — context a middleware injects for the model, not something the user typed. Events
+written before ``hidden`` existed lack the key: read the content's ``additional_kwargs``.
+The content is the message as the writer thread finds it when it writes the event — within
+``flush_interval`` of it, or before :meth:`RunJournal.flush` returns: the callback path keeps
+a reference, never a copy. An in-place edit made before then (a hook that changes a message
+of the state without writing it back) is in the journal, one made after is not; a model call
+that receives the edited message records it in its ``llm.start`` context (a request-only
+edit), so replay is exact either way. To journal an edit for sure, write the message back.)
+  ``message.human``  the run's new input messages, at run start; an id already journaled in
+                     the thread is never recorded again (callers that resend the history;
+                     after a restart the writer checks the store once per thread), nor is a
+                     resent summary message. The messages of a ``Command`` input's
+                     ``update`` are new: each is journaled (``message.*`` of its type).
+                     Input messages without an id get one in place before LangGraph maps the
+                     input, so the state keeps it. metadata ``caller: "user"``.
+  ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
+                     ``messages``: model answers, tool results (``ToolMessage``, the messages
+                     of a returned ``Command``, error results as ``status: "error"``), in the
+                     state's order: the results of parallel calls in the order of the calls.
+                     Messages a middleware hook adds (e.g. the result of a call a human
+                     rejected, a hidden context message) carry
+                     ``caller: "middleware:<Class>"``. metadata adds
+                     ``message_id`` and, for tools, ``tool_call_id``. Messages of nested
+                     graphs (subagents) are not the thread's messages: they appear as traces
+                     only, unless the nested graph is a node whose output the parent state
+                     takes in.
+                     A node that writes a message under an id the state holds replaces it:
+                     journaled again with metadata ``replacement: true`` when its content
+                     changed (a node that resends the same objects journals nothing).
+                     A call whose tool interrupts keeps its place: later results wait for
+                     the resumed run; if the journal closes first (a restart), they are
+                     journaled at close, ahead of the resumed call's result.
+                     A message a node edits in place and writes back is a replacement (its
+                     content object changed). A message written in a form the journal cannot
+                     give an id (a bare string or tuple as the whole write) is journaled
+                     once the state shows the id LangGraph gave it.
+                     Known limits: a message mutated in place and not written back is no
+                     replacement (its content is as the writer finds it, see above); a rewrite
+                     whose list repeats an id keeps it once.
+  ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
+                     summarization: content ``{"removed_message_ids"}`` for removals by id,
+                     ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
+                     rewrite (``RemoveMessage(REMOVE_ALL_MESSAGES)`` + a list: the state's
+                     order after it; its new messages follow as ``message.*`` events). Edits
+                     are journaled once LangGraph applied their superstep (when the next
+                     one starts or the root ends; a failed superstep's edits never are), in
+                     task-path order; when messages of other tasks of the step interleave,
+                     the step's last edit carries the whole order. A ``message.remove`` that
+                     removes nothing (``removed_message_ids: []``, ``state_message_ids``)
+                     only sets the state's order: written when the state LangGraph hands the
+                     next node (or the root's output) is ordered otherwise than the journal
+                     recorded it — parallel tasks journaled in completion order, writes of
+                     another journal, a graph without a checkpointer; the timeline skips it.
+                     An edit before a breakpoint (``interrupt_before``/``after``) is applied
+                     when the run pauses; one in a step a task interrupted, on resume.
+
+trace
+  ``llm.start``      content ``{"messages": [{"type", "id", "text"} of the last (at most 3)
+                     prompt messages, text within 4 KiB], "omitted_messages"}``; metadata
+                     adds ``model``, ``parameters`` (scalar invocation parameters),
+                     ``message_count``, ``llm_run_id``, ``lc_source``, ``tags`` and
+                     ``context``: the exact record of the input (each message's id and
+                     digest, and inline the messages the thread's journal does not hold yet;
+                     see :mod:`journal.digests`), never cut by a content cap;
+                     ``history.replay(..., view="model")`` at its seq rebuilds the input.
+  ``llm.end``        content ``{"message_id", "tool_call_count", "output"?}``: ``output`` is the
+                     answer (``message_to_content``) whenever it is not journaled as a
+                     ``message.*`` event — a middleware's own call (a title generator, the
+                     summarizer), a model or a subagent called inside a tool, a node's call
+                     whose answer it does not write to ``messages``, a subagent's calls —
+                     so every model's answer is in the journal, as ``message.ai`` or here.
+                     Whether a node of the root graph writes its call's answer is known when
+                     the node ends; the writer waits for that (at most
+                     ``journal._writer.SETTLE_LIMIT``, 1 s; a node still running then keeps
+                     the answer here). The store caps it with the message category's cap.
+                     Metadata adds ``model`` (the model the response names,
+                     ``response_metadata`` ``model_name`` / ``model``, else the request's),
+                     ``request_model`` (the model the request named: ``ls_model_name``, the
+                     invocation's ``model`` / ``model_name``), ``usage``, ``latency_ms``,
+                     ``llm_run_id``. ``usage`` is ``{}`` when the provider reports none, else
+                     ``input_tokens``, ``output_tokens``, ``total_tokens`` (input + output
+                     when reported missing or 0), ``cache_read_tokens``,
+                     ``cache_creation_tokens`` and ``reasoning_tokens`` (0 when not
+                     reported), from ``usage_metadata`` or the provider's ``token_usage``.
+                     Known limit: a subagent used as a node of the root graph (a compiled
+                     graph as a node, not called inside a tool) writes its answers into the
+                     thread when the node ends: they are then both here and ``message.ai``.
+  ``llm.error``      content ``{"error_type", "error"}``; metadata adds ``model``,
+                     ``latency_ms``, ``llm_run_id``.
+  ``tool.start``     content ``{"name", "args"}``; metadata adds ``tool_call_id``,
+                     ``tool_run_id``.
+  ``tool.end``       content ``{"name", "output": {"text" (first 1000 chars), "status",
+                     "chars"}}``; metadata adds ``tool_call_id``, ``tool_run_id``,
+                     ``duration_ms``.
+  ``tool.error``     content ``{"name", "error_type", "error"}``; metadata as ``tool.end``.
+  ``custom:<name>``  content: the event's data; metadata adds ``name`` (the raw name; the tag
+                     has every character outside ``[A-Za-z0-9_.-/:]`` replaced by ``_``).
+
+middleware
+  ``middleware:summarize``  content: the ``summarization`` custom event's payload, as is
+                     (it is also recorded as ``custom:summarization``). Only for the root
+                     graph's middleware: a subagent's summarization is the trace alone.
+                     A rewrite by any other summarization middleware (its injected message
+                     has ``additional_kwargs["lc_source"] == "summarization"``: LangChain's
+                     ``SummarizationMiddleware`` and its subclasses) is inferred: the same
+                     payload fields (``trigger``/``tokens_*`` ``None``) plus
+                     ``state_message_ids``, metadata ``inferred: true``. One marker per
+                     compaction either way; the summary is never a ``message.human``.
+  ``middleware:<tag>``      from :meth:`RunJournal.record_middleware`: content ``{"name",
+                     "hook", "action", "changes"}``; metadata ``caller: "middleware:<name>"``.
+"""
+
+__all__: list[str] = []
