@@ -190,7 +190,10 @@ async def test_spans_nest_the_subagent_under_its_tool_with_totals(
     spans = spans_by_id(body)
     run_end = next(e for e in rich.events("run.end") if e.run_id == run)
     assert body["status"] == "success" and body["duration_ms"] == run_end.content["duration_ms"]
-    assert {k: body["usage"][k] for k in run_end.content["usage"]} == run_end.content["usage"]
+    promised = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens")
+    assert {k: body["usage"][k] for k in promised} == {
+        k: run_end.content["usage"][k] for k in promised
+    }
     assert body["models"] == [AGENT_MODEL, SUB_MODEL]
     research = next(s for s in spans.values() if s["name"] == "research")
     subagent = next(s for s in spans.values() if s["kind"] == "subagent")
@@ -530,3 +533,22 @@ async def test_cached_walks_give_the_same_contexts_in_any_order(
             after = await other.get(f"/api/threads/again/context/{call}")
             expected = uncached(store, "again", call, 200)
             assert after.json() == expected and expected["messages"] != before["messages"]
+
+
+async def test_run_spans_agree_with_the_stores_run_summary(
+    http: httpx.AsyncClient, rich: RichThread
+) -> None:
+    """The run page's header (from the run's events) says what /api/runs/{id} (the store's
+    projection) says: status, duration, error, models, tokens, call counts."""
+    for run in rich.run_ids:
+        spans = await get(http, "spans", run_id=run)
+        summary = (await http.get(f"/api/runs/{run}")).json()
+        assert spans["status"] == summary["status"]
+        assert spans["duration_ms"] == summary["duration_ms"]
+        assert (spans["error_type"], spans["error"]) == (summary["error_type"], summary["error"])
+        assert spans["models"] == summary["models"]
+        assert spans["usage"] == summary["usage"]
+        assert (spans["llm_calls"], spans["tool_calls"]) == (
+            summary["llm_calls"],
+            summary["tool_calls"],
+        )

@@ -112,8 +112,12 @@ def check_contexts(page: Any, served: Served, thread: str, calls: list[list[Base
     API's origins, markers at the API's places and its token count."""
     page.goto(f"{served.url}/threads/{thread}?limit=1000")
     page.wait_for_selector(".timeline > .item.ai")
-    ai_seqs = [int(s) for s in page.eval_on_selector_all(
-        ".timeline > .item.ai", "els => els.map(e => e.dataset.seq)")]  # fmt: skip
+    ai_seqs = [
+        int(s)
+        for s in page.eval_on_selector_all(
+            ".timeline > .item.ai", "els => els.map(e => e.dataset.seq)"
+        )
+    ]
     assert len(ai_seqs) == len(calls)
     for seq, received in zip(ai_seqs, calls, strict=True):
         body = served.api(f"/threads/{thread}/context/{seq}", limit=1000)
@@ -475,3 +479,104 @@ def test_sparkline_grows_live_and_an_unknown_run_says_so(page: Any, served: Serv
     notice = page.locator(".run-view .notice.error")
     notice.wait_for()
     assert "has no run 'no-such-run'" in notice.inner_text()
+
+
+def test_run_strip_and_usage_panel_show_the_api_numbers(page: Any, served: Served) -> None:
+    """The run strip shows each run's status, duration, models, tokens and error as /runs
+    says, newest first; the usage panel /usage's totals, by model and by caller; a run chip
+    opens its run."""
+    rich = served.rich
+    runs = served.api(f"/threads/{rich.thread_id}/runs", limit=20)["runs"]
+    usage = served.api(f"/threads/{rich.thread_id}/usage")
+    page.goto(f"{served.url}/threads/{rich.thread_id}")
+    page.wait_for_function(
+        "n => document.querySelectorAll('.run-chip').length === n", arg=len(runs)
+    )
+    chips = page.eval_on_selector_all(
+        ".run-chip",
+        """els => els.map(e => ({run: e.dataset.run, status: e.dataset.status,
+            duration: e.dataset.durationMs, tokens: e.dataset.totalTokens,
+            models: e.querySelector('.chip-models').textContent,
+            calls: e.querySelector('.chip-tokens').textContent,
+            error: e.querySelector('.chip-error')?.textContent ?? null}))""",
+    )
+    assert [c["run"] for c in chips] == [r["run_id"] for r in runs] == rich.run_ids[::-1]
+    for chip, run in zip(chips, runs, strict=True):
+        assert chip["status"] == run["status"]
+        assert float(chip["duration"]) == run["duration_ms"]
+        assert int(chip["tokens"]) == run["usage"]["total_tokens"]
+        assert chip["models"] == ", ".join(run["models"])
+        noun = "call" if run["llm_calls"] == 1 else "calls"
+        assert (
+            chip["calls"] == f"{run['usage']['total_tokens']:,} tokens · {run['llm_calls']} {noun}"
+        )
+        expected_error = f"{run['error_type']}: {run['error']}" if run["error"] else None
+        assert chip["error"] == expected_error
+    assert chips[0]["error"] == f"RuntimeError: {RUN_ERROR}"
+    for key, value in usage["totals"].items():
+        figure = page.locator(f'.usage-figure[data-key="{key}"] .usage-value')
+        assert figure.inner_text() == f"{value:,}", key
+    page.locator(".usage-details summary").click()
+    for title, buckets in (("model", usage["by_model"]), ("caller", usage["by_caller"])):
+        table = page.locator(".usage-table", has=page.locator("th", has_text=title))
+        names = table.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+        assert names == list(buckets) and AGENT_MODEL in usage["by_model"]
+        for name, bucket in buckets.items():
+            cells = table.locator(f'tbody tr[data-name="{name}"] td.num').all_inner_texts()
+            assert cells == [
+                f"{bucket[k]:,}"
+                for k in (
+                    "calls",
+                    "input_tokens",
+                    "output_tokens",
+                    "total_tokens",
+                    "cache_read_tokens",
+                    "reasoning_tokens",
+                )
+            ]
+    assert_inert(page)
+    page.locator(f'.run-chip[data-run="{rich.run_ids[0]}"]').click()
+    page.wait_for_selector(".wf-row")
+    assert page.locator(".run-view .page-title .mono").inner_text() == rich.run_ids[0]
+
+
+def test_run_strip_pages_back_and_follows_a_running_run(page: Any, served: Served) -> None:
+    """With more runs than a page, "older runs" brings the rest; a run that ends while the
+    page is open turns from running to success, and the usage panel's running run goes."""
+    from tests.http_data import seed_conversation
+
+    store = served.rich.store
+    seed_conversation(store, "many-runs", turns=23)
+    md = {"caller": "agent", "langgraph_node": "model", "langgraph_step": 1, "llm_run_id": "M"}
+    store.append(
+        [
+            ev("many-runs", run_id="live", category="lifecycle"),
+            ev("many-runs", run_id="live", metadata=md),
+        ]
+    )
+    page.goto(f"{served.url}/threads/many-runs")
+    page.wait_for_function("() => document.querySelectorAll('.run-chip').length === 20")
+    assert page.locator(".run-chip").first.get_attribute("data-status") == "running"
+    page.locator(".usage-active").wait_for()
+    page.locator(".run-strip button", has_text="older runs").click()
+    page.wait_for_function("() => document.querySelectorAll('.run-chip').length === 24")
+    assert page.locator(".run-strip button", has_text="older runs").is_hidden()
+    shown = page.eval_on_selector_all(".run-chip", "els => els.map(e => e.dataset.run)")
+    assert shown == ["live", *[f"run-{n}" for n in range(23, 0, -1)]]
+    usage = {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}
+    store.append(
+        [
+            ev("many-runs", run_id="live", event_type="llm.end", metadata={**md, "usage": usage}),
+            ev(
+                "many-runs",
+                run_id="live",
+                category="lifecycle",
+                event_type="run.end",
+                content={"status": "success", "duration_ms": 12.5},
+            ),
+        ]
+    )
+    page.wait_for_selector('.run-chip[data-run="live"][data-status="success"]', timeout=10_000)
+    page.wait_for_selector(".usage-active", state="detached", timeout=10_000)
+    chip = page.locator('.run-chip[data-run="live"]')
+    assert chip.get_attribute("data-total-tokens") == "55"

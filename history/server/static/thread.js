@@ -6,6 +6,7 @@ import {
   followStream, shortId, tag, threadPath,
 } from "./lib.js";
 import { markerCard } from "./markers.js";
+import { RunStrip, UsagePanel } from "./panels.js";
 import { Search } from "./search.js";
 import { sparkline } from "./spark.js";
 
@@ -52,6 +53,8 @@ export class ThreadView {
     this.fail = (error) => this.notice("Could not load: " + error.message);
     this.refreshTimeline = debounce(() => this.loadNewest(), 150);
     this.refreshCalls = debounce(() => this.loadCalls(), 400);
+    this.refreshRuns = debounce(() => this.strip.load(), 400);
+    this.refreshUsage = debounce(() => this.usage.load(), 400);
     this.observer = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         if (!entry.isIntersecting) continue;
@@ -96,9 +99,11 @@ export class ThreadView {
     this.searcher = new Search(this.base);
     this.status = el("p", "notice error");
     this.status.hidden = true;
+    this.usage = new UsagePanel(this.base);
+    this.strip = new RunStrip(this.base);
     this.panels = el("div", "panels");
-    this.panels.append(this.spark);
-    header.append(tools, this.panels, this.searcher.node, this.status);
+    this.panels.append(this.usage.node, this.spark);
+    header.append(tools, this.panels, this.strip.node, this.searcher.node, this.status);
     this.node.append(header);
   }
 
@@ -409,7 +414,10 @@ export class ThreadView {
     await this.openTimeline(target);
     this.observer.observe(this.older);
     this.observer.observe(this.newer);
+    // the panels come after the first page: it never waits for them
     this.loadCalls().catch(() => { /* the sparkline is an extra */ });
+    this.usage.load().catch(() => { this.usage.node.hidden = true; });
+    this.strip.load().catch(() => { this.strip.node.hidden = true; });
     // At the head, from the newest item shown (nothing is missed); below a deep-linked
     // window, from now on (the window reads older events itself).
     const from = this.atHead ? this.newestSeq : null;
@@ -419,8 +427,15 @@ export class ThreadView {
 
   onEvent(type) {
     if (type.startsWith("message.") || type.startsWith("middleware:")) this.refreshTimeline();
-    else if (type.startsWith("llm.")) this.refreshCalls();
-    if (this.onRunEvent && type.startsWith("run.")) this.onRunEvent(type);
+    if (type.startsWith("llm.")) {
+      this.refreshCalls();
+      this.refreshUsage();
+      this.refreshRuns(); // a running run's tokens and calls
+    }
+    if (type.startsWith("run.")) {
+      this.refreshRuns();
+      this.refreshUsage();
+    }
   }
 
   close() {
