@@ -247,9 +247,10 @@ def test_cli_runs_and_usage(tmp_path: Any) -> None:
     _journaled(store)
     store.close()
     url = f"sqlite:///{tmp_path / 'j.db'}"
-    shown = invoke_cli("runs", "t", "--store", url)
+    shown = invoke_cli("runs", "t", "--store", url, env={"COLUMNS": "220"})
     assert shown.returncode == 0, shown.stderr
     assert "RuntimeError: provider down" in shown.stdout
+    assert "Porto? → Porto, then." in shown.stdout
     assert shown.stdout.index("Porto?") < shown.stdout.index("Weather in Lisbon?")
     page = invoke_json("runs", "t", "--store", url, "--limit", "1")
     assert page["has_more"] is True and page["runs"][0]["first_human"] == "Porto?"

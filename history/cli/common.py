@@ -174,7 +174,7 @@ def progress_bar(
 
 
 #: Columns that fold on a narrow terminal (ids and texts); the others never wrap.
-_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content", "first human", "last answer"})
+_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content", "models"})
 
 
 def table(*columns: str) -> Table:

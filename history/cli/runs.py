@@ -48,11 +48,11 @@ def _tokens(usage: Mapping[str, Any]) -> str:
 @click.option("--before-seq", type=click.IntRange(min=1), default=None, help="Older runs.")
 @json_option
 def runs(thread_id: str, store_url: str, limit: int, before_seq: int | None, as_json: bool) -> None:
-    """List the runs of THREAD, newest first: status, duration, models, tokens, error, and
-    the first question and last answer of each.
+    """List the runs of THREAD, newest first: status, start time (UTC), duration, tokens,
+    models, and the first question and last answer of each (or its error).
 
-    Follow the printed --before-seq to page back. --json prints the page as runs_page
-    returns it.
+    --json prints the page as runs_page returns it. Follow the printed --before-seq to
+    page back.
 
     \b
     Example:
@@ -63,22 +63,20 @@ def runs(thread_id: str, store_url: str, limit: int, before_seq: int | None, as_
     if as_json:
         emit_json(page)
         return
-    grid = table(
-        "run_id", "status", "started at", "took", "models", "tokens", "first human", "last answer"
-    )
+    grid = table("run_id", "status", "started", "took", "tokens", "models", "content")
     for run in page["runs"]:
-        status = Text(run["status"], style="red" if run["status"] == "error" else "")
+        said = f"{shorten(run.get('first_human') or '', _PREVIEW)} → "
+        said += shorten(run.get("last_ai") or "", _PREVIEW)
         if run.get("error_type"):
-            status.append(f" {run['error_type']}: {shorten(run.get('error') or '', 40)}")
+            said = f"{run['error_type']}: {shorten(run.get('error') or '', 60)} ({said})"
         grid.add_row(
             Text(run["run_id"]),
-            status,
-            str(run["started_at"])[:19],
+            Text(run["status"], style="red" if run["status"] == "error" else ""),
+            str(run["started_at"])[11:19],
             _duration(run.get("duration_ms")),
-            Text(", ".join(run.get("models") or ()) or "-"),
             _tokens(run.get("usage") or {}),
-            Text(shorten(run.get("first_human") or "", _PREVIEW)),
-            Text(shorten(run.get("last_ai") or "", _PREVIEW)),
+            Text(", ".join(run.get("models") or ()) or "-"),
+            Text(said, style="red" if run.get("error_type") else ""),
         )
     parts: list[Any] = [grid]
     if page["has_more"]:
