@@ -517,6 +517,8 @@ def test_run_strip_and_usage_panel_show_the_api_numbers(page: Any, served: Serve
         figure = page.locator(f'.usage-figure[data-key="{key}"] .usage-value')
         assert figure.inner_text() == f"{value:,}", key
     page.locator(".usage-details summary").click()
+    page.wait_for_timeout(600)  # a live refresh (the stream replays the run's end) keeps it open
+    assert page.locator(".usage-details").get_attribute("open") is not None
     for title, buckets in (("model", usage["by_model"]), ("caller", usage["by_caller"])):
         table = page.locator(".usage-table", has=page.locator("th", has_text=title))
         names = table.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
@@ -580,3 +582,5 @@ def test_run_strip_pages_back_and_follows_a_running_run(page: Any, served: Serve
     page.wait_for_selector(".usage-active", state="detached", timeout=10_000)
     chip = page.locator('.run-chip[data-run="live"]')
     assert chip.get_attribute("data-total-tokens") == "55"
+    # the live update kept the older page that was loaded, in order
+    assert page.eval_on_selector_all(".run-chip", "els => els.map(e => e.dataset.run)") == shown

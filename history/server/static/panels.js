@@ -47,11 +47,24 @@ export class RunStrip {
     this.next = null;
   }
 
+  // The newest page; again (live), it updates the runs shown in place and puts new ones
+  // first, keeping the older pages already loaded.
   async load() {
     const page = await api(this.base + "/runs", { limit: 20 });
-    this.list.replaceChildren(...page.runs.map(runChip));
-    this.next = page.has_more ? page.next_before_seq : null;
-    this.more.hidden = this.next === null;
+    const first = this.list.children.length === 0;
+    const shown = new Map([...this.list.children].map((chip) => [chip.dataset.run, chip]));
+    const fresh = [];
+    for (const run of page.runs) {
+      const chip = runChip(run);
+      const old = shown.get(run.run_id);
+      if (old) old.replaceWith(chip);
+      else fresh.push(chip);
+    }
+    this.list.prepend(...fresh);
+    if (first) {
+      this.next = page.has_more ? page.next_before_seq : null;
+      this.more.hidden = this.next === null;
+    }
   }
 
   async loadOlder() {
@@ -114,6 +127,7 @@ export class UsagePanel {
       parts.push(active);
     }
     const details = el("details", "usage-details");
+    details.open = Boolean(this.node.querySelector(".usage-details[open]")); // kept live
     details.append(el("summary", null, "by model and by caller"),
       bucketTable("model", usage.by_model), bucketTable("caller", usage.by_caller));
     parts.push(details);
