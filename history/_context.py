@@ -48,8 +48,9 @@ from history._catalog import (
 )
 from history._reads import Plan, Read
 from history._search import event_at, find_call_start, llm_run_id, nearest_event
-from history._spans import read_upto, usage_of
+from history._spans import read_upto
 from history._walk import StateWalk, call_record
+from journal._runs import call_usage
 from journal.catalog import stored_message_id
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
@@ -328,7 +329,7 @@ def context_plan(
     end = yield from nearest_event(
         thread_id, start.seq, True, _ENDS, lambda e: llm_run_id(e) == llm_run_id(start)
     )
-    reported = usage_of(end.metadata)["input_tokens"] if end is not None else 0
+    reported = call_usage(end.metadata)["input_tokens"] if end is not None else 0
     approx = approximate_tokens(contents)
     page_rows: list[dict[str, Any]] = []
     size = 0

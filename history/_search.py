@@ -34,9 +34,10 @@ from history._catalog import (
     summary_message_id,
 )
 from history._reads import LastSeq, Plan, Read
-from history._spans import NotFoundError, as_dict, as_str, excerpt, read_upto, text_of, usage_of
+from history._spans import NotFoundError, as_dict, as_str, excerpt, read_upto, text_of
 from history.errors import ThreadNotFoundError
 from history.timeline import _message_item, is_hidden, taken_seq_range
+from journal._runs import call_usage
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
 
@@ -340,7 +341,7 @@ def _call_point(event: RunEvent) -> dict[str, Any]:
         "status": "error" if failed else "ok",
         "latency_ms": latency if isinstance(latency, int | float) else None,
         "message_id": as_str(content.get("message_id")),
-        **usage_of({} if failed else md),
+        **call_usage({} if failed else md),
     }
 
 

@@ -14,9 +14,10 @@ decided by seqs, never by clocks.
 Each span has ``start_ms``/``end_ms`` (milliseconds from the run's start, from ``created_at``;
 ``end_ms`` is ``None`` while it runs), ``duration_ms`` (the recorded latency of a call, else
 ``end_ms - start_ms``), ``status`` (``ok``, ``error``, ``running``, or ``unfinished``: the run
-ended first), the error, a model call's ``usage`` (``total_tokens`` = input + output when the
-provider reports it missing or 0) and short excerpts of arguments and outputs. Node and
-subagent spans cover their children. A response is bounded: at most ``limit`` spans and about
+ended first), the error, a model call's ``usage`` (the store's rule,
+``journal._runs.call_usage``: ``total_tokens`` = input + output when the provider reports it
+missing or 0) and short excerpts of arguments and outputs. Node and subagent spans cover their
+children. A response is bounded: at most ``limit`` spans and about
 ``max_bytes`` bytes (``truncated``/``size_limited`` say so), from at most ``READ_BUDGET`` events.
 """
 
@@ -28,13 +29,13 @@ from typing import Any, Final
 
 from history._reads import LastSeq, Plan, Read
 from history.errors import ThreadNotFoundError
+from journal._runs import USAGE_KEYS, call_usage
 from journal.encoding import dumps_plain
 from journal.errors import JournalError
 from journal.events import RunEvent
 
 __all__ = [
     "READ_BUDGET",
-    "USAGE_KEYS",
     "NotFoundError",
     "as_dict",
     "as_str",
@@ -42,16 +43,8 @@ __all__ = [
     "read_upto",
     "spans_plan",
     "text_of",
-    "usage_of",
 ]
 
-USAGE_KEYS: Final = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cache_read_tokens",
-    "reasoning_tokens",
-)
 #: The most events one spans request reads (a run larger than this is shown in part).
 READ_BUDGET: Final = 50_000
 _PAGE: Final = 1000
@@ -71,20 +64,6 @@ _TERMINAL: Final = {
 
 class NotFoundError(JournalError, LookupError):
     """The thread exists but holds no such run, seq or model call (HTTP 404)."""
-
-
-def usage_of(metadata: dict[str, Any]) -> dict[str, int]:
-    """A call's token usage with every key of ``USAGE_KEYS`` (0 when not reported);
-    ``total_tokens`` is input + output when the provider reports it missing or 0."""
-    raw = metadata.get("usage")
-    raw = raw if isinstance(raw, dict) else {}
-    usage = {}
-    for key in USAGE_KEYS:
-        value = raw.get(key)
-        usage[key] = value if isinstance(value, int) and not isinstance(value, bool) else 0
-    if usage["total_tokens"] <= 0:
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-    return usage
 
 
 def text_of(content: Any) -> str:
@@ -285,7 +264,7 @@ def _feed(tree: _Tree, event: RunEvent) -> None:
             md.get("latency_ms"),
             model=as_str(md.get("model")),
             request_model=as_str(md.get("request_model")),
-            usage=None if failed else usage_of(md),
+            usage=None if failed else call_usage(md),
             message_id=as_str(content.get("message_id")),
             output=excerpt(text_of(as_dict(output.get("data")).get("content")) or None),
             error_type=as_str(content.get("error_type")),
@@ -415,7 +394,7 @@ def spans_plan(
             if isinstance(span.get("model"), str) and span["model"] not in models:
                 models.append(span["model"])
     if isinstance(info.get("usage"), dict):  # the run's own totals count every call
-        usage = usage_of(info)
+        usage = call_usage(info)
     models += [m for m in as_dict(info.get("usage_by_model")) if m not in models]
     run = spans[0]
     return {
