@@ -1,8 +1,11 @@
 """The web viewer's pages: one static shell served at ``/`` and ``/threads/{thread_id}``.
 
-The shell (``history/static/index.html`` with ``viewer.js`` and ``viewer.css``) ships inside the
-package; nothing is built at install time. Its links follow the app's mount point (the ASGI
-``root_path``), so the viewer also works under ``parent.mount("/journal", create_app(store))``.
+The shell (``history/server/static/index.html``, ``viewer.css`` and the ES modules it loads:
+``viewer.js`` the entry, ``thread.js`` the conversation, ``run.js`` the run page and waterfall,
+``context.js`` a model call's input, ``panels.js`` runs and usage, ``markers.js``,
+``search.js``, ``spark.js``, ``lib.js``) ships inside the package; nothing is built at install
+time. Its links follow the app's mount point (the ASGI ``root_path``), so the viewer also
+works under ``parent.mount("/journal", create_app(store))``.
 The script renders every stored text with ``textContent``; the Content-Security-Policy sent with
 the page allows only the package's own script and styles, so injected markup could not run even
 if it reached the DOM.
