@@ -17,16 +17,13 @@ from datetime import UTC
 from typing import Any, Final
 
 from journal._runs import (
-    RUN_COLUMNS,
     TOTAL,
     USAGE_COUNTS,
     USAGE_KEYS,
     Projection,
     RunFold,
-    fold_of,
-    fold_values,
-    merge_assignments,
 )
+from journal._runs_rows import RUN_COLUMNS, fold_of, fold_values, merge_assignments
 
 __all__ = [
     "RUN_SELECT",
