@@ -42,7 +42,6 @@ def merge_assignments(templates: Mapping[str, str | None]) -> str:
         template = templates[rule]
         if template is not None:
             sets += [
-                f"{c} = {template.format(c=c)}"
-                for c in (USAGE_KEYS if name == "usage" else (name,))
+                f"{c}={template.format(c=c)}" for c in (USAGE_KEYS if name == "usage" else (name,))
             ]
-    return ", ".join(sets)
+    return ",".join(sets)
