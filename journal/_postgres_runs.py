@@ -3,30 +3,29 @@
 An append keeps them in the same statement that bumps the thread's head and inserts the
 events (:data:`journal._postgres_schema.APPEND_THREAD`), so a single-thread append stays one
 round trip: the batch's folds (:func:`journal._runs.project`, seqs numbered from 1 within the
-batch) arrive as arrays and are merged into the stored rows by ``INSERT … ON CONFLICT DO
-UPDATE``, whose ``SET`` is rendered here from :data:`journal._runs.MERGE_RULES` — the rules
-the other backends apply in Python, so both say the same. Writers of a thread are serialised
-by its head row, and ``ON CONFLICT`` merges into the latest committed row.
+batch) arrive as JSON records and are merged into the stored rows by ``INSERT … ON CONFLICT
+DO UPDATE``, whose ``SET`` is rendered from :data:`journal._runs.MERGE_RULES` (the rules the
+other backends apply), so all say the same. Writers of a thread are serialised by its head
+row, and ``ON CONFLICT`` merges into the latest committed row. The SQL stays under 4 KiB:
+psycopg converts a statement of up to 4 KiB once, a longer one at every call.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC
 from typing import Any, Final
 
+import orjson
+from psycopg.types.json import Json
+
 from journal._runs import (
-    RUN_COLUMNS,
     TOTAL,
     USAGE_COUNTS,
-    USAGE_KEYS,
     Projection,
     RunFold,
-    fold_of,
-    fold_values,
-    merge_assignments,
 )
+from journal._runs_rows import RUN_COLUMNS, fold_of, fold_values, merge_assignments
 
 __all__ = [
     "RUN_SELECT",
@@ -37,15 +36,8 @@ __all__ = [
     "usage_upsert",
 ]
 
-_TYPES: Final = {
-    "run_id": "text", "first_seq": "bigint", "last_seq": "bigint",
-    "started_at": "timestamptz", "last_event_at": "timestamptz", "event_count": "bigint",
-    "lifecycle": "text", "ended_at": "timestamptz", "terminal_duration_ms": "float8",
-    "error_type": "text", "error": "text", "models": "text", "llm_calls": "bigint",
-    "tool_calls": "bigint", "first_human": "text", "last_ai": "text",
-    **dict.fromkeys(USAGE_KEYS, "bigint"),
-}  # fmt: skip
-_DELTA: Final = RUN_COLUMNS[1:]  # the batch's arrays: every column but the thread
+_TIMES: Final = frozenset({"started_at", "last_event_at", "ended_at"})
+_DELTA: Final = RUN_COLUMNS[1:]  # the batch's records: every column but the thread
 _SEQS: Final = frozenset({"first_seq", "last_seq"})
 
 #: ``rule`` of :data:`MERGE_RULES` -> the SQL of ``column = …`` (``r`` the stored row,
@@ -53,73 +45,62 @@ _SEQS: Final = frozenset({"first_seq", "last_seq"})
 _SET: Final[dict[str, str | None]] = {
     "keep": None,
     "newer": "EXCLUDED.{c}",
-    "add": "r.{c} + EXCLUDED.{c}",
-    "lifecycle": "CASE WHEN EXCLUDED.lifecycle IS NOT NULL THEN EXCLUDED.{c} ELSE r.{c} END",
-    "first_set": "coalesce(r.{c}, EXCLUDED.{c})",
-    "last_set": "coalesce(EXCLUDED.{c}, r.{c})",
-    "union": "r.{c} || ARRAY(SELECT m FROM unnest(EXCLUDED.{c}) WITH ORDINALITY AS u(m, i) "
-    "WHERE m <> ALL(r.{c}) ORDER BY i)",
+    "add": "r.{c}+EXCLUDED.{c}",
+    "lifecycle": "CASE WHEN EXCLUDED.lifecycle IS NULL THEN r.{c} ELSE EXCLUDED.{c} END",
+    "first_set": "coalesce(r.{c},EXCLUDED.{c})",
+    "last_set": "coalesce(EXCLUDED.{c},r.{c})",
+    "union": "r.{c}||ARRAY(SELECT m FROM unnest(EXCLUDED.{c}) WITH ORDINALITY u(m,i) "
+    "WHERE m<>ALL(r.{c}) ORDER BY i)",
 }
 
 
 def runs_upsert(base: str, source: str = "") -> str:
-    """``INSERT`` of the batch's folds into ``runjournal_runs``, merged into stored runs.
+    """``INSERT`` of the batch's folds (``%(runs)s``, JSON records) into ``runjournal_runs``,
+    merged into stored runs.
 
     ``base`` is the SQL of the seq before the batch's first (the batch numbers seqs from 1);
-    ``source`` what the ``FROM`` joins first (``"head, "`` inside the append). Returns each
+    ``source`` what the ``FROM`` joins first (``"head,"`` inside the append). Returns each
     run's ``first_seq`` after the merge: above ``base`` for a run new to the thread.
     """
-    arrays = ", ".join(f"%(r_{c})b::{_TYPES[c]}[]" for c in _DELTA)
-    values = ", ".join(
-        f"{base} + d.{c}" if c in _SEQS
-        else "ARRAY(SELECT json_array_elements_text(d.models::json))" if c == "models"
-        else f"d.{c}"
-        for c in _DELTA
-    )  # fmt: skip
+    values = ",".join(f"{base}+d.{c}" if c in _SEQS else f"d.{c}" for c in _DELTA)
     return (
-        f"INSERT INTO runjournal_runs AS r ({', '.join(RUN_COLUMNS)}) "
-        f"SELECT %(thread_id)s, {values} "
-        f"FROM {source}unnest({arrays}) AS d({', '.join(_DELTA)}) "
-        f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)} "
+        f"INSERT INTO runjournal_runs AS r({','.join(RUN_COLUMNS)}) SELECT %(thread_id)s,"
+        f"{values} FROM {source}json_populate_recordset(NULL::runjournal_runs,%(runs)s) d "
+        f"ON CONFLICT(thread_id,run_id) DO UPDATE SET {merge_assignments(_SET)} "
         "RETURNING r.first_seq"
     )
 
 
 def usage_upsert(new_runs: str) -> str:
-    """``INSERT`` adding the batch's usage buckets to ``runjournal_thread_usage``.
+    """``INSERT`` adding the batch's usage buckets (``%(usage)s``, JSON records) to
+    ``runjournal_thread_usage``.
 
     ``new_runs`` is the SQL of the number of runs new to the thread (counted in the total
     bucket's ``runs``, which every batch writes).
     """
-    arrays = ", ".join(
-        ["%(u_scope)b::text[]", "%(u_key)b::text[]"]
-        + [f"%(u_{c})b::bigint[]" for c in USAGE_COUNTS]
-    )
-    counts = ", ".join(USAGE_COUNTS)
+    counts = ",".join(USAGE_COUNTS)
     return (
-        f"INSERT INTO runjournal_thread_usage AS u (thread_id, scope, key, {counts}, runs) "
-        f"SELECT %(thread_id)s, b.scope, b.key, {', '.join(f'b.{c}' for c in USAGE_COUNTS)}, "
-        f"CASE WHEN b.scope = '{TOTAL[0]}' THEN {new_runs} ELSE 0 END "
-        f"FROM unnest({arrays}) AS b(scope, key, {counts}) "
-        "ON CONFLICT (thread_id, scope, key) DO UPDATE SET "
-        + ", ".join(f"{c} = u.{c} + EXCLUDED.{c}" for c in (*USAGE_COUNTS, "runs"))
+        f"INSERT INTO runjournal_thread_usage AS u(thread_id,scope,key,{counts},runs) "
+        f"SELECT %(thread_id)s,b.scope,b.key,{','.join(f'b.{c}' for c in USAGE_COUNTS)},"
+        f"CASE WHEN b.scope='{TOTAL[0]}' THEN {new_runs} ELSE 0 END "
+        "FROM json_populate_recordset(NULL::runjournal_thread_usage,%(usage)s) b "
+        "ON CONFLICT(thread_id,scope,key) DO UPDATE SET "
+        + ",".join(f"{c}=u.{c}+EXCLUDED.{c}" for c in (*USAGE_COUNTS, "runs"))
     )
 
 
 def runs_params(thread_id: str, projection: Projection) -> dict[str, Any]:
-    """The arrays of :func:`runs_upsert` and :func:`usage_upsert` for one thread's batch."""
+    """The ``runs`` and ``usage`` records of :func:`runs_upsert` and :func:`usage_upsert`
+    for one thread's batch (JSON text; times as ISO 8601)."""
     folds = [fold for (thread, _), fold in projection.runs.items() if thread == thread_id]
-    rows = [fold_values(fold)[1:] for fold in folds]
-    models = _DELTA.index("models")
-    for row, fold in zip(rows, folds, strict=True):
-        row[models] = json.dumps(fold.models)
-    params: dict[str, Any] = {f"r_{c}": [row[i] for row in rows] for i, c in enumerate(_DELTA)}
+    runs = [dict(zip(_DELTA, fold_values(fold)[1:], strict=True)) for fold in folds]
     buckets = {TOTAL: dict.fromkeys(USAGE_COUNTS, 0), **projection.usage().get(thread_id, {})}
-    params["u_scope"] = [scope for scope, _ in buckets]
-    params["u_key"] = [key for _, key in buckets]
-    for c in USAGE_COUNTS:
-        params[f"u_{c}"] = [counts[c] for counts in buckets.values()]
-    return params
+    usage = [{"scope": scope, "key": key, **counts} for (scope, key), counts in buckets.items()]
+    return {"runs": Json(runs, dumps=_dumps), "usage": Json(usage, dumps=_dumps)}
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 #: Columns of a stored run, as :func:`run_from_row` reads them.
@@ -135,7 +116,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunFold:
     """The fold of a row of :data:`RUN_SELECT` (times in UTC)."""
     values = list(row)
     for index, column in enumerate(RUN_COLUMNS):
-        if _TYPES.get(column) == "timestamptz" and values[index] is not None:
+        if column in _TIMES and values[index] is not None:
             values[index] = values[index].astimezone(UTC)
     return fold_of(values)
 

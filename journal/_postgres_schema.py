@@ -261,20 +261,22 @@ SELECT_EXISTING: Final = (
 # rolls the bump back with a failed batch), inserts the events numbered from the old head
 # on, in array order, and merges the batch's runs and usage into the stored ones (they read
 # the head, so they run once it is locked). Returns the new last seq. last_event_at is the
-# created_at of the thread's highest seq, as list_threads reports it.
-_BEFORE_BATCH: Final = "head.last_seq - %(count)s::bigint"
-APPEND_THREAD: Final = f"""
+# created_at of the thread's highest seq, as list_threads reports it. Its whitespace is
+# squeezed: psycopg converts statements of up to 4 KiB once, longer ones at every call.
+_BEFORE_BATCH: Final = "head.base"  # the thread's last seq before the batch
+APPEND_THREAD: Final = " ".join(
+    f"""
 WITH head AS (
     INSERT INTO runjournal_thread_heads AS h (thread_id, last_seq, last_event_at)
     VALUES (%(thread_id)s, %(count)s::bigint, %(last_event_at)s)
     ON CONFLICT (thread_id) DO UPDATE
     SET last_seq = h.last_seq + EXCLUDED.last_seq,
         last_event_at = EXCLUDED.last_event_at
-    RETURNING last_seq
+    RETURNING last_seq, last_seq - %(count)s::bigint AS base
 ), inserted AS (
     INSERT INTO runjournal_events
         (thread_id, seq, event_id, run_id, category, event_type, content, metadata, created_at)
-    SELECT %(thread_id)s, head.last_seq - %(count)s::bigint + e.n, e.event_id, e.run_id,
+    SELECT %(thread_id)s, head.base + e.n, e.event_id, e.run_id,
            e.category, e.event_type, e.content, e.metadata, e.created_at
     FROM head, unnest(
         %(event_id)b::text[], %(run_id)b::text[], %(category)b::text[],
@@ -283,14 +285,15 @@ WITH head AS (
     ) WITH ORDINALITY
       AS e(event_id, run_id, category, event_type, content, metadata, created_at, n)
 ), runs AS (
-    {runs_upsert(_BEFORE_BATCH, "head, ")}
+    {runs_upsert(_BEFORE_BATCH, "head,")}
 ), usage AS (
     {usage_upsert(f"(SELECT count(*) FROM runs, head WHERE runs.first_seq > {_BEFORE_BATCH})")}
 )
 SELECT last_seq FROM head
-"""
+""".split()
+)
 #: The runs and usage of a whole thread, from its stored events (a migration's backfill):
-#: ``r_first_seq``/``r_last_seq`` are the seqs themselves, ``new_runs`` the thread's runs.
+#: the records' seqs are the seqs themselves, ``new_runs`` the thread's runs.
 BACKFILL_RUNS: Final = f"WITH runs AS ({runs_upsert('0')}) {usage_upsert('%(new_runs)s::bigint')}"
 
 #: A page of a thread's events after a seq, in seq order (parameters: thread, seq, limit).

@@ -1,11 +1,12 @@
 """The runs and usage projection: the one place that reads runs and token usage out of events.
 
 I/O-free. :func:`project` folds a batch of events (each with its seq) into one
-:class:`RunFold` per run and usage :data:`Buckets` per thread; :meth:`RunFold.merge` merges a
-fold into the stored one. The default ``RunEventStore`` methods fold a whole thread, every
-built-in backend folds each appended batch and merges it into its runs and usage tables, and
-each migration's backfill folds the events already stored: the answers are the same whichever
-way the events arrived (batched, one by one, or backfilled).
+:class:`RunFold` per run and the usage of its model calls (:meth:`Projection.usage`: usage
+:data:`Buckets` per thread); :meth:`RunFold.merge` merges a fold into the stored one. The
+default ``RunEventStore`` methods fold a whole thread, every built-in backend folds each
+appended batch and merges it into its runs and usage tables, and each migration's backfill
+folds the events already stored: the answers are the same whichever way the events arrived
+(batched, one by one, or backfilled).
 
 What is read (all optional, tolerated when absent or of the wrong type):
 
@@ -36,13 +37,18 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from journal._summaries import RunSummary, ThreadUsage, UsageTotals, status_from_lifecycle
+from journal._summaries import (
+    USAGE_KEYS,
+    RunSummary,
+    ThreadUsage,
+    UsageTotals,
+    status_from_lifecycle,
+)
 from journal.events import NewEvent
 
 __all__ = [
     "MERGE_RULES",
     "PREVIEW_CHARS",
-    "RUN_COLUMNS",
     "TOTAL",
     "USAGE_COUNTS",
     "USAGE_KEYS",
@@ -51,22 +57,11 @@ __all__ = [
     "RunFold",
     "add_buckets",
     "by_first_seq",
-    "fold_of",
-    "fold_values",
-    "merge_assignments",
     "project",
     "thread_usage",
     "union_models",
 ]
 
-#: The token counts of a run's ``usage`` (and of every usage bucket, with ``calls``).
-USAGE_KEYS: Final = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cache_read_tokens",
-    "reasoning_tokens",
-)
 USAGE_COUNTS: Final = ("calls", *USAGE_KEYS)
 #: Usage bucket scopes: the thread's total (key ``""``), per model, per caller.
 TOTAL: Final = ("total", "")
@@ -300,20 +295,6 @@ MERGE_RULES: Final[dict[str, str]] = {
 assert set(MERGE_RULES) == _FOLD_FIELDS - {"thread_id", "run_id"}
 
 
-def merge_assignments(templates: Mapping[str, str | None]) -> str:
-    """:data:`MERGE_RULES` as the ``SET`` of an SQL upsert: ``templates`` gives each rule's
-    expression (``{c}`` the column; ``None``: the stored value stays), in a backend's dialect."""
-    sets = []
-    for name, rule in MERGE_RULES.items():
-        template = templates[rule]
-        if template is not None:
-            sets += [
-                f"{c} = {template.format(c=c)}"
-                for c in (USAGE_KEYS if name == "usage" else (name,))
-            ]
-    return ", ".join(sets)
-
-
 def _add(old: Any, new: Any, _: RunFold) -> Any:
     if isinstance(old, dict):
         return {key: old[key] + new[key] for key in old}
@@ -334,25 +315,6 @@ _MERGE: Final[dict[str, Callable[[Any, Any, RunFold], Any]]] = {
     "last_set": lambda old, new, newer: new if new is not None else old,
     "union": lambda old, new, newer: union_models(old, new),
 }
-
-
-#: How backends store a fold: its fields in order, ``usage`` as one column per key.
-RUN_COLUMNS: Final = tuple(
-    column for f in fields(RunFold) for column in (USAGE_KEYS if f.name == "usage" else (f.name,))
-)
-
-
-def fold_values(run: RunFold) -> list[Any]:
-    """The values of ``run`` in :data:`RUN_COLUMNS` order."""
-    return [run.usage[name] if name in run.usage else getattr(run, name) for name in RUN_COLUMNS]
-
-
-def fold_of(values: Iterable[Any]) -> RunFold:
-    """The fold stored as ``values`` (in :data:`RUN_COLUMNS` order)."""
-    named = dict(zip(RUN_COLUMNS, values, strict=True))
-    usage = {key: int(named.pop(key)) for key in USAGE_KEYS}
-    named["models"] = list(named["models"])
-    return RunFold(**named, usage=usage)
 
 
 # -- a batch -------------------------------------------------------------------------------

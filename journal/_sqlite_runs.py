@@ -20,16 +20,13 @@ from typing import Any, Final
 from journal import _sqlite_schema as sql
 from journal._query import ReadQuery
 from journal._runs import (
-    RUN_COLUMNS,
     USAGE_COUNTS,
     Projection,
     RunFold,
-    fold_of,
-    fold_values,
-    merge_assignments,
     thread_usage,
     union_models,
 )
+from journal._runs_rows import RUN_COLUMNS, fold_of, fold_values, merge_assignments
 from journal._sqlite_rows import from_micros, row_to_event, to_micros
 from journal.events import RunSummary, ThreadUsage
 
@@ -48,13 +45,13 @@ _SET: Final[dict[str, str | None]] = {
     "union": "CASE WHEN excluded.{c} IN ('[]', runs.{c}) THEN runs.{c} "  # the usual case
     "ELSE runjournal_union(runs.{c}, excluded.{c}) END",
 }
-#: Inserts a batch's fold of a run, or merges it into the stored one; returns the run's
-#: first seq (the fold's own only if the run is new to the thread).
+#: Inserts a batch's fold of a run, or merges it into the stored one. (Not ``RETURNING``
+#: whether it inserted: that costs SQLite more than :data:`RUN_KNOWN_SQL` first.)
 MERGE_RUN_SQL: Final = (
     f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))}) "
-    f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)} "
-    "RETURNING first_seq"
+    f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)}"
 )
+RUN_KNOWN_SQL: Final = "SELECT 1 FROM runs WHERE thread_id = ? AND run_id = ?"
 #: Adds a batch's counts to a usage bucket.
 ADD_USAGE_SQL: Final = (
     f"INSERT INTO thread_usage (thread_id, scope, key, {', '.join(USAGE_COUNTS)}) "
@@ -108,9 +105,9 @@ def _union(old: str, new: str) -> str:
 def keep(conn: sqlite3.Connection, projection: Projection) -> Counter[str]:
     """Merge a batch's projection into the tables; how many runs are new, per thread."""
     new_runs: Counter[str] = Counter()
-    for (thread_id, _), fold in projection.runs.items():
-        [(first_seq,)] = conn.execute(MERGE_RUN_SQL, _to_row(fold)).fetchall()
-        new_runs[thread_id] += first_seq == fold.first_seq
+    for thread_id, run_id in projection.runs:
+        new_runs[thread_id] += conn.execute(RUN_KNOWN_SQL, (thread_id, run_id)).fetchone() is None
+    conn.executemany(MERGE_RUN_SQL, [_to_row(fold) for fold in projection.runs.values()])
     conn.executemany(
         ADD_USAGE_SQL,
         [

@@ -6,10 +6,12 @@ How runs and usage are read out of the events is :mod:`journal._runs`, in one pl
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "USAGE_KEYS",
     "RunSummary",
     "ThreadSummary",
     "ThreadUsage",
@@ -29,14 +31,18 @@ class ThreadSummary(BaseModel):
     last_event_at: datetime
 
 
+#: The token counts of a run's ``usage`` (and of :class:`UsageTotals`, with ``calls``).
+USAGE_KEYS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "reasoning_tokens",
+)
+
+
 def _zero_usage() -> dict[str, int]:
-    return {
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "total_tokens": 0,
-        "cache_read_tokens": 0,
-        "reasoning_tokens": 0,
-    }
+    return dict.fromkeys(USAGE_KEYS, 0)
 
 
 class RunSummary(BaseModel):

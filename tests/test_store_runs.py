@@ -225,3 +225,12 @@ def test_sqlite_runs_are_read_through_an_index(tmp_path: Path, kind: str, index:
         conn.close()
     assert f"SEARCH runs USING INDEX {index}" in plan
     assert "SCAN runs" not in plan and "TEMP B-TREE" not in plan
+
+
+def test_postgres_append_statement_is_converted_once_by_psycopg() -> None:
+    """The append statement is short enough for psycopg to cache its conversion (4 KiB)."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    from journal._postgres_schema import APPEND_THREAD
+
+    assert len(APPEND_THREAD) <= MAX_CACHED_STATEMENT_LENGTH
