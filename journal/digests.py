@@ -77,11 +77,12 @@ class _Seen(NamedTuple):
     content: Any  # the message's content object when the digest was taken
 
     def matches(self, message: BaseMessage) -> bool:
-        """Whether ``message`` is the digested one: an equal copy, or the same object whose
-        content was not replaced since (a message edited in place is digested again)."""
+        """Whether ``message`` is the digested one: the same object whose content was not
+        replaced since (a message edited in place is digested again), or an equal copy of it
+        as it was digested (compared only while the digested object is unchanged)."""
         if self.message is message:
             return self.content is message.content
-        return self.message == message
+        return self.content is self.message.content and self.message == message
 
 
 @dataclass(slots=True)
