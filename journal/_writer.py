@@ -324,7 +324,9 @@ class Writer:
                 self._in_flight = []
             if control is not None:
                 self._execute(control)
-            elif not batch:
+            elif not batch or (len(batch) < self.max_batch and not self._closed):
+                # caught up: wait for a full batch, the flush interval or a wake, rather than
+                # chase the run with a transaction per handful of events
                 return
 
     def _wait_for(self, later: Later) -> bool:
