@@ -13,8 +13,9 @@ import time
 from typing import Any
 
 from journal._logging import get_logger
+from journal._queued import Pending
 from journal._run_state import RunState, SpinLock
-from journal._writer import Pending, Writer
+from journal._writer import Writer
 
 __all__ = ["EventSink"]
 

@@ -26,10 +26,10 @@ from journal._contents import Contents, ModelOutput
 from journal._conversation import Conversation
 from journal._edits import task_order_key
 from journal._logging import get_logger
+from journal._queued import Lazy
 from journal._registry import RunRegistry
 from journal._run_state import Node, RunState, SpinLock, ThreadStates
 from journal._sink import EventSink
-from journal._writer import Lazy
 from journal.catalog import SUMMARIZATION_EVENT, SUMMARIZE_EVENT_TYPE, sanitize_tag
 from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 
