@@ -38,6 +38,9 @@ __all__ = [
 ERROR_TEXT_LIMIT: Final = 2000
 #: Longest tool output text kept in ``tool.end`` (the full result is the ``message.tool``).
 PREVIEW_LIMIT: Final = 1000
+#: A token count above this is taken for garbage (it would not survive a JSON round trip).
+_MAX_TOKENS: Final = 2**53
+_NO_DETAILS: Final[dict[str, Any]] = {}
 _MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
 
 
@@ -244,9 +247,11 @@ class ModelResponse(NamedTuple):
 
 def _tokens(value: Any) -> int:
     """A reported token count as a non-negative int (0 when missing or malformed)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        return 0
-    return int(value) if value < 2**53 else 0
+    if type(value) is int:
+        return value if 0 < value < _MAX_TOKENS else 0
+    if type(value) is float and 0 < value < _MAX_TOKENS:
+        return int(value)
+    return 0
 
 
 def _usage(
@@ -269,29 +274,26 @@ def _usage(
     }
 
 
-def _details(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _details(raw: dict[str, Any], key: str) -> dict[str, Any]:
     details = raw.get(key)
-    return details if isinstance(details, Mapping) else {}
+    return details if isinstance(details, dict) else _NO_DETAILS
 
 
 def model_response(response: Any) -> ModelResponse:
     """The :class:`ModelResponse` of an ``LLMResult`` (usage from the message's
     ``usage_metadata``, else the provider's ``token_usage`` in ``llm_output``)."""
-    message: BaseMessage | None = None
     try:
-        generation = response.generations[0][0]
-        message = getattr(generation, "message", None)
+        message: BaseMessage | None = getattr(response.generations[0][0], "message", None)
     except (AttributeError, IndexError, TypeError):
-        pass
+        message = None
     llm_output = getattr(response, "llm_output", None)
-    llm_output = llm_output if isinstance(llm_output, Mapping) else {}
+    if not isinstance(llm_output, dict):
+        llm_output = _NO_DETAILS
     raw = getattr(message, "usage_metadata", None)
     usage: dict[str, int] = {}
-    if isinstance(raw, Mapping) and raw:
-        inputs, outputs = (
-            _details(raw, "input_token_details"),
-            _details(raw, "output_token_details"),
-        )
+    if isinstance(raw, dict) and raw:
+        inputs = _details(raw, "input_token_details")
+        outputs = _details(raw, "output_token_details")
         usage = _usage(
             raw.get("input_tokens"),
             raw.get("output_tokens"),
@@ -302,7 +304,7 @@ def model_response(response: Any) -> ModelResponse:
         )
     else:
         token_usage = llm_output.get("token_usage")
-        if isinstance(token_usage, Mapping) and token_usage:
+        if isinstance(token_usage, dict) and token_usage:
             usage = _usage(
                 token_usage.get("prompt_tokens"),
                 token_usage.get("completion_tokens"),
@@ -313,10 +315,10 @@ def model_response(response: Any) -> ModelResponse:
             )
     metadata = getattr(message, "response_metadata", None)
     named = None
-    for source in (metadata if isinstance(metadata, Mapping) else {}, llm_output):
-        named = source.get("model_name") or source.get("model")
-        if named:
-            break
+    if isinstance(metadata, dict):
+        named = metadata.get("model_name") or metadata.get("model")
+    if not named:
+        named = llm_output.get("model_name") or llm_output.get("model")
     return ModelResponse(message, usage, str(named) if named else None)
 
 

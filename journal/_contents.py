@@ -14,7 +14,7 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
-from journal._writer import SKIP, Extra, Later
+from journal._queued import SKIP, Extra, Later
 from journal.digests import CONTEXT_KEY, ContextIndex, stored_digest
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.store import RunEventStore

@@ -26,10 +26,10 @@ from journal._edits import (
     state_ids,
 )
 from journal._logging import get_logger
+from journal._queued import Lazy
 from journal._run_state import Node, RunState
 from journal._sink import EventSink
 from journal._tool_order import ToolOrder
-from journal._writer import Lazy
 from journal.catalog import REMOVE_EVENT_TYPE, SUMMARIZE_EVENT_TYPE
 from journal.messages import message_event_type
 

@@ -101,7 +101,7 @@ class Node:
     in_tool: bool = False  # it runs inside a tool call
     ended: bool = False  # a node of the root graph that has ended
     # outputs of model calls made in this node of the root graph, waiting for it to end
-    outputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] | None = None
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""

@@ -13,8 +13,9 @@ import time
 from typing import Any
 
 from journal._logging import get_logger
+from journal._queued import Pending
 from journal._run_state import RunState, SpinLock
-from journal._writer import Pending, Writer
+from journal._writer import Writer
 
 __all__ = ["EventSink"]
 
@@ -22,7 +23,12 @@ _log = get_logger(__name__)
 
 
 class EventSink:
-    """Stamps and queues events; counts what is dropped (thread-safe)."""
+    """Stamps and queues events; counts what is dropped.
+
+    :meth:`emit` is called under the callback path's one lock (the tracker's), which keeps
+    stamps and buffer order together; the drop counters have a lock of their own, since the
+    writer thread reports drops too.
+    """
 
     __slots__ = ("_last_us", "_lock", "_runs", "_writer", "dropped_events")
 
@@ -43,16 +49,14 @@ class EventSink:
         metadata: dict[str, Any],
     ) -> None:
         """Queue one event of ``run``, stamped now (later than every event queued before)."""
+        now = time.time_ns() // 1000
+        if now <= self._last_us:
+            now = self._last_us + 1
+        self._last_us = now
+        pending = Pending(run.thread_id, run.run_id, category, event_type, content, metadata, now)
+        if self._writer.put(pending):
+            return
         with self._lock:
-            now = time.time_ns() // 1000
-            if now <= self._last_us:
-                now = self._last_us + 1
-            self._last_us = now
-            pending = Pending(
-                run.thread_id, run.run_id, category, event_type, content, metadata, now
-            )
-            if self._writer.put(pending):
-                return
             run.dropped += 1
             self.dropped_events += 1
         _log.warning("journal_event_dropped", run_id=run.run_id, reason="buffer_full")

@@ -26,10 +26,10 @@ from journal._contents import Contents, ModelOutput
 from journal._conversation import Conversation
 from journal._edits import task_order_key
 from journal._logging import get_logger
+from journal._queued import Lazy
 from journal._registry import RunRegistry
 from journal._run_state import Node, RunState, SpinLock, ThreadStates
 from journal._sink import EventSink
-from journal._writer import Lazy
 from journal.catalog import SUMMARIZATION_EVENT, SUMMARIZE_EVENT_TYPE, sanitize_tag
 from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 
@@ -205,7 +205,9 @@ class RunTracker:
                 holder = _deciding_node(node)
                 if holder is None:
                     content.settle(keep=True)
-                else:  # the node that made the call says, when it ends, whether it wrote it
+                elif holder.outputs is None:  # its node says, when it ends, if it wrote it
+                    holder.outputs = [content]
+                else:
                     holder.outputs.append(content)
             self._sink.emit(node.run, "trace", "llm.end", content, metadata)
 
@@ -370,11 +372,11 @@ class RunTracker:
         """A node of the root graph is over (``written``: the message ids it wrote): the
         answers of the model calls it made are kept on their ``llm.end`` unless written."""
         node.ended = True
-        if not node.outputs:
+        if node.outputs is None:
             return
         for output in node.outputs:
             output.settle(keep=output.message_id not in written)
-        node.outputs.clear()
+        node.outputs = None
         self._sink.settled()
 
 

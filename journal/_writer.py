@@ -39,72 +39,23 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from journal._delivery import Delivery
 from journal._logging import get_logger
+from journal._queued import SKIP, Extra, Later, Lazy, Pending
 from journal.events import new_event_id
 from journal.spool import Spool
 from journal.store import RunEventStore
 
-__all__ = ["SETTLE_LIMIT", "SKIP", "Extra", "Later", "Lazy", "Pending", "Writer"]
+__all__ = ["SETTLE_LIMIT", "Writer"]
 
 _log = get_logger(__name__)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class Pending(NamedTuple):
-    """An event as the callback path queues it: cheap references, converted by the writer."""
-
-    thread_id: str
-    run_id: str
-    category: str
-    event_type: str
-    content: Any
-    metadata: dict[str, Any]
-    created_us: int
-
-
-class Lazy(NamedTuple):
-    """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap).
-
-    ``func`` returns the content, an :class:`Extra` (content plus metadata entries), or
-    :data:`SKIP` (nothing to write: not an event, and not a drop).
-    """
-
-    func: Callable[..., Any]
-    args: tuple[Any, ...]
-
-
-class Extra(NamedTuple):
-    """What a :class:`Lazy` returns to add metadata entries computed by the writer."""
-
-    content: Any
-    metadata: dict[str, Any]
-
-
-#: What a :class:`Lazy` returns when, on reflection, there is nothing to write.
-SKIP: Final = object()
 #: Seconds the writer waits for a :class:`Later` content to be settled before building it.
 SETTLE_LIMIT: Final = 1.0
-
-
-class Later:
-    """Content settled on the callback path after it was queued; built by the writer.
-
-    The writer does not build it (nor anything queued after it) until :attr:`settled` or
-    ``SETTLE_LIMIT`` seconds passed; :meth:`build` then returns the content (and may return
-    an :class:`Extra` or :data:`SKIP`, as a :class:`Lazy` does).
-    """
-
-    __slots__ = ("settled",)
-
-    def __init__(self) -> None:
-        self.settled = False
-
-    def build(self) -> Any:
-        """The content, settled or not (writer thread)."""
-        raise NotImplementedError
 
 
 class _Control:
@@ -324,7 +275,9 @@ class Writer:
                 self._in_flight = []
             if control is not None:
                 self._execute(control)
-            elif not batch:
+            elif not batch or (len(batch) < self.max_batch and not self._closed):
+                # caught up: wait for a full batch, the flush interval or a wake, rather than
+                # chase the run with a transaction per handful of events
                 return
 
     def _wait_for(self, later: Later) -> bool:

@@ -24,6 +24,7 @@ later, so a thread stores each distinct message once, not once per call. Its for
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,11 +78,12 @@ class _Seen(NamedTuple):
     content: Any  # the message's content object when the digest was taken
 
     def matches(self, message: BaseMessage) -> bool:
-        """Whether ``message`` is the digested one: an equal copy, or the same object whose
-        content was not replaced since (a message edited in place is digested again)."""
+        """Whether ``message`` is the digested one: the same object whose content was not
+        replaced since (a message edited in place is digested again), or an equal copy of it
+        as it was digested (compared only while the digested object is unchanged)."""
         if self.message is message:
             return self.content is message.content
-        return self.message == message
+        return self.content is self.message.content and self.message == message
 
 
 @dataclass(slots=True)
@@ -89,6 +91,9 @@ class _LastCall:
     llm_run_id: str
     entries: list[Entry]
     chain: int  # records since the last whole one
+    messages: Sequence[BaseMessage]  # what the call received (its entries' messages)
+    contents: list[Any]  # each message's content object then
+    logged: int  # len(_ThreadIndex.log) then
 
 
 @dataclass(slots=True)
@@ -97,12 +102,52 @@ class _ThreadIndex:
     recent: dict[str, _Seen] = field(default_factory=dict)  # last copy a call received per id
     digests: set[str] = field(default_factory=set)  # every digest the journal holds
     calls: dict[str, _LastCall] = field(default_factory=dict)  # the last call per caller
+    log: list[str] = field(default_factory=list)  # the id of each change of ``journaled``
 
 
-def _common_prefix(a: list[Entry], b: list[Entry]) -> int:
+def _common_prefix(a: list[Entry], b: list[Entry], start: int = 0) -> int:
+    """How many entries ``a`` and ``b`` share at their start (``start`` known to be equal)."""
     n = min(len(a), len(b))
-    k = 0
+    k = start
     while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+_CONTENT: Final = operator.attrgetter("content")
+_ID: Final = operator.attrgetter("id")
+
+
+def _unchanged_prefix(last: _LastCall, messages: Sequence[BaseMessage], log: list[str]) -> int:
+    """How many of ``messages`` are, from the start, the very objects ``last`` received, with
+    the same content objects and ids, and journaled under no new digest since.
+
+    Those get the entries ``last`` recorded: what the full look-up would give them again. A
+    conversation that grows passes the whole previous prompt in one pass at C speed.
+    """
+    prev, contents = last.messages, last.contents
+    ids = [mid for mid, _ in last.entries]
+    changed = set(log[last.logged :])
+    n = len(prev)
+    if n <= len(messages) and n == len(ids):
+        head = messages[:n]
+        if (
+            all(map(operator.is_, head, prev))
+            and all(map(operator.is_, map(_CONTENT, head), contents))
+            and all(map(operator.eq, map(_ID, head), ids))
+            and changed.isdisjoint(ids)
+        ):
+            return n
+    k, n = 0, min(n, len(messages), len(ids))
+    while k < n:
+        message = messages[k]
+        if (
+            message is not prev[k]
+            or message.content is not contents[k]
+            or message.id != ids[k]
+            or ids[k] in changed
+        ):
+            break
         k += 1
     return k
 
@@ -186,8 +231,10 @@ class ContextIndex:
                 return None
             if known is None and digest in index.digests:  # stored, by an earlier process
                 index.journaled[mid] = _Seen(message, digest, message.content)
+                index.log.append(mid)
                 return None
         index.journaled[mid] = _Seen(message, digest, message.content)
+        index.log.append(mid)
         index.digests.add(digest)
         return content, digest
 
@@ -197,9 +244,13 @@ class ContextIndex:
         """The context record of one model call that received ``messages``."""
         index = self._thread(thread_id)
         journaled, recent = index.journaled, index.recent
-        entries: list[Entry] = []
+        last = index.calls.get(caller)
+        # the messages this caller's previous call received, unchanged since, have the same
+        # entries (their digests were taken then): only what follows is looked at
+        reused = 0 if last is None else _unchanged_prefix(last, messages, index.log)
+        entries: list[Entry] = last.entries[:reused] if last is not None else []
         inline: dict[str, Any] = {}
-        for message in messages:
+        for message in messages[reused:] if reused else messages:
             mid = message.id
             known = journaled.get(mid) if mid is not None else None
             if known is None or not known.matches(message):
@@ -213,13 +264,17 @@ class ContextIndex:
                     if mid is not None:
                         recent[mid] = known
             entries.append((mid, known.digest))
-        last = index.calls.get(caller)
         keep = 0
         if last is not None and last.chain < KEYFRAME_EVERY:
-            keep = _common_prefix(last.entries, entries)
+            keep = _common_prefix(last.entries, entries, reused)
         listed = [{"id": mid, "digest": digest} for mid, digest in entries[keep:]]
+        contents = list(map(_CONTENT, messages))
         if last is None or not keep:
-            index.calls[caller] = _LastCall(llm_run_id, entries, 0)
+            index.calls[caller] = _LastCall(
+                llm_run_id, entries, 0, messages, contents, len(index.log)
+            )
             return {"messages": listed, "inline": inline}
-        index.calls[caller] = _LastCall(llm_run_id, entries, last.chain + 1)
+        index.calls[caller] = _LastCall(
+            llm_run_id, entries, last.chain + 1, messages, contents, len(index.log)
+        )
         return {"base": last.llm_run_id, "keep": keep, "messages": listed, "inline": inline}

@@ -6,7 +6,8 @@ callbacks; a no-op ``BaseCallbackHandler`` (default, and ``run_inline``); LangCh
 inside the timing). Variants are interleaved round by round so machine noise hits them alike;
 the report is the median of ``--runs`` rounds of wall time and of process CPU time (all
 threads, the journal's writer included; steadier than wall time on a loaded machine), and their
-ratios to the no-op handlers.
+ratios to the no-op handlers; then the machine's load average before and after (2 cores: below
+~1.5 nothing else was running to speak of).
 
 Usage: ``python scripts/bench_journal.py [--runs 9] [--steps 100]``
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -155,6 +157,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteEventStore(Path(tmp) / "bench.db")
         journal = RunJournal(store, spool_path=Path(tmp) / "spool.jsonl")
@@ -170,6 +173,9 @@ def main() -> None:
         store.close()
     print("\n".join(rows))
     print(f"\nevents journaled in total: {events}; dropped: {journal.dropped_events}")
+    after = os.getloadavg()
+    loads = ", ".join(f"{a:.2f}->{b:.2f}" for a, b in zip(load_before, after, strict=True))
+    print(f"load average (1, 5, 15 min) before->after: {loads}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""What the callback path queues for the journal's writer thread: events and their contents.
+
+A :class:`Pending` event holds cheap references; its content may be computed by the writer
+(:class:`Lazy`), or settled on the callback path shortly after it was queued (:class:`Later`),
+so that conversions never run on the agent's thread. See :mod:`journal._writer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+__all__ = ["SKIP", "Extra", "Later", "Lazy", "Pending"]
+
+
+class Pending(NamedTuple):
+    """An event as the callback path queues it: cheap references, converted by the writer."""
+
+    thread_id: str
+    run_id: str
+    category: str
+    event_type: str
+    content: Any
+    metadata: dict[str, Any]
+    created_us: int
+
+
+class Lazy(NamedTuple):
+    """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap).
+
+    ``func`` returns the content, an :class:`Extra` (content plus metadata entries), or
+    :data:`SKIP` (nothing to write: not an event, and not a drop).
+    """
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+class Extra(NamedTuple):
+    """What a :class:`Lazy` returns to add metadata entries computed by the writer."""
+
+    content: Any
+    metadata: dict[str, Any]
+
+
+#: What a :class:`Lazy` returns when, on reflection, there is nothing to write.
+SKIP: Final = object()
+
+
+class Later:
+    """Content settled on the callback path after it was queued; built by the writer.
+
+    The writer does not build it (nor anything queued after it) until :attr:`settled` or
+    ``journal._writer.SETTLE_LIMIT`` seconds passed; :meth:`build` then returns the content
+    (and may return an :class:`Extra` or :data:`SKIP`, as a :class:`Lazy` does).
+    """
+
+    __slots__ = ("settled",)
+
+    def __init__(self) -> None:
+        self.settled = False
+
+    def build(self) -> Any:
+        """The content, settled or not (writer thread)."""
+        raise NotImplementedError
