@@ -1,0 +1,92 @@
+"""Attacks on runs, usage, the /history filters and the run routes, on real agent runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+
+from history._bounded import event_bytes
+from history.server.app import create_app
+from history.server.sse import StreamSettings
+from journal import MemoryEventStore, RunEventStore, RunJournal
+from tests.fakes import ScriptedChatModel, ai
+
+PAGE_BYTES = 12_000
+
+
+class HiddenContext(AgentMiddleware[AgentState[Any], Any]):
+    """Injects ``count`` pieces of context the user never typed (DeerFlow's hide_from_ui)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        hidden = {"hide_from_ui": True}
+        return {
+            "messages": [
+                HumanMessage(f"context {i}", additional_kwargs=hidden) for i in range(self.count)
+            ]
+        }
+
+
+def _agent_thread(store: RunEventStore, *, runs: int, hidden: int, answer_chars: int) -> None:
+    """``runs`` real runs on thread ``t``, each with hidden context and a long answer."""
+    journal = RunJournal(store)
+    agent = create_agent(
+        ScriptedChatModel(lambda messages: ai("x" * answer_chars)),
+        middleware=[HiddenContext(hidden)],
+        checkpointer=InMemorySaver(),
+    ).with_config(callbacks=[journal])
+    for turn in range(runs):
+        agent.invoke(
+            {"messages": [{"role": "user", "content": f"question {turn}"}]},
+            {"configurable": {"thread_id": "t"}},
+        )
+    journal.close()
+
+
+@pytest.fixture
+def hidden_thread() -> Iterator[MemoryEventStore]:
+    """Six real runs whose hidden context sits between the long answers."""
+    store = MemoryEventStore()
+    _agent_thread(store, runs=6, hidden=2, answer_chars=8000)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("limit", [3, 4, 5, 10])
+async def test_history_pages_stay_within_the_byte_bound_when_hidden_items_are_left_out(
+    hidden_thread: MemoryEventStore, limit: int
+) -> None:
+    """Every /history page (hidden context left out) fits the page size or holds one item,
+    says size_limited when it stops short, and the walk shows each visible message once."""
+    store = hidden_thread
+    by_seq = {e.seq: e for e in store.read("t")}
+    app = create_app(store, stream_settings=StreamSettings(page_bytes=PAGE_BYTES))
+    transport = httpx.ASGITransport(app=app)
+    seen: list[int] = []
+    params: dict[str, Any] = {"limit": limit}
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        while True:
+            page = (await client.get("/api/threads/t/history", params=params)).json()
+            items = page["items"]
+            size = sum(event_bytes(by_seq[item["seq"]]) for item in items)
+            assert len(items) == 1 or size <= PAGE_BYTES, (len(items), size)
+            if page["has_more"] and len(items) < limit:
+                assert page.get("size_limited") is True
+            assert not any(item["hidden"] for item in items)
+            seen = [item["seq"] for item in items] + seen
+            if not page["has_more"]:
+                break
+            params["before_seq"] = page["next_before_seq"]
+    visible = [e.seq for e in store.read("t", category="message") if not e.metadata.get("hidden")]
+    assert seen == visible
