@@ -10,14 +10,16 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
+from history import thread_usage
 from history._bounded import event_bytes
 from history.server.app import create_app
 from history.server.sse import StreamSettings
 from journal import MemoryEventStore, RunEventStore, RunJournal
-from tests.fakes import ScriptedChatModel, ai
+from tests.fakes import ScriptedChatModel, ai, call
 
 PAGE_BYTES = 12_000
 
@@ -90,3 +92,35 @@ async def test_history_pages_stay_within_the_byte_bound_when_hidden_items_are_le
             params["before_seq"] = page["next_before_seq"]
     visible = [e.seq for e in store.read("t", category="message") if not e.metadata.get("hidden")]
     assert seen == visible
+
+
+def test_usage_shows_the_running_run_whatever_run_limit(tmp_path: Any) -> None:
+    """Read from inside a tool: active_run is the running run even with run_limit=0 (no runs
+    listed), and its usage so far is there."""
+    store = MemoryEventStore()
+    journal = RunJournal(store)
+    seen: list[Any] = []
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look a city up; meanwhile, read the thread's usage without listing runs."""
+        journal.flush()
+        seen.append(thread_usage(store, "t", run_limit=0))
+        return f"{city}: sunny"
+
+    agent = create_agent(
+        ScriptedChatModel([ai("", call("lookup", city="Lisbon"), tokens=40), ai("Sunny.")]),
+        tools=[lookup],
+        checkpointer=InMemorySaver(),
+    ).with_config(callbacks=[journal])
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "Weather?"}]},
+        {"configurable": {"thread_id": "t"}},
+    )
+    journal.close()
+    [report] = seen
+    assert report["by_run"] == []
+    active = report["active_run"]
+    assert active is not None and active["status"] == "running"
+    assert active["usage"]["input_tokens"] == 40
+    assert active["run_id"] == store.list_runs("t")[0].run_id
