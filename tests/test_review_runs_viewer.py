@@ -18,7 +18,7 @@ from history import thread_usage
 from history._bounded import event_bytes
 from history.server.app import create_app
 from history.server.sse import StreamSettings
-from journal import MemoryEventStore, RunEventStore, RunJournal
+from journal import MemoryEventStore, NewEvent, RunEventStore, RunJournal
 from tests.fakes import ScriptedChatModel, ai, call
 
 PAGE_BYTES = 12_000
@@ -124,3 +124,33 @@ def test_usage_shows_the_running_run_whatever_run_limit(tmp_path: Any) -> None:
     assert active is not None and active["status"] == "running"
     assert active["usage"]["input_tokens"] == 40
     assert active["run_id"] == store.list_runs("t")[0].run_id
+
+
+async def test_run_lookup_by_id_works_for_ids_with_a_slash() -> None:
+    """/api/runs/{id} finds a run whose id holds '/', as thread ids may (imported runs)."""
+    store = MemoryEventStore()
+    _agent_thread(store, runs=1, hidden=0, answer_chars=10)
+    real = store.read("t")
+    store.append(  # the same run as another system's ids would name it
+        [
+            NewEvent(
+                thread_id="team/a",
+                run_id="batch/7",
+                category=e.category,
+                event_type=e.event_type,
+                content=e.content,
+                metadata=e.metadata,
+            )
+            for e in real
+        ]
+    )
+    transport = httpx.ASGITransport(app=create_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        found = await client.get("/api/runs/batch%2F7")
+        assert found.status_code == 200, found.text
+        assert found.json()["thread_id"] == "team/a" and found.json()["status"] == "success"
+        scoped = await client.get("/api/runs/batch/7", params={"thread_id": "team/a"})
+        assert scoped.status_code == 200 and scoped.json()["run_id"] == "batch/7"
+        bad = await client.get("/api/runs/batch%2F7", params={"thread_id": " team"})
+        assert bad.status_code == 422
+        assert (await client.get("/api/runs/batch%2F8")).status_code == 404
