@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +19,8 @@ from history import thread_usage
 from history._bounded import event_bytes
 from history.server.app import create_app
 from history.server.sse import StreamSettings
-from journal import MemoryEventStore, NewEvent, RunEventStore, RunJournal
+from journal import MemoryEventStore, NewEvent, RunEventStore, RunJournal, SqliteEventStore
+from tests.cli_helpers import cli_env, run_cli
 from tests.fakes import ScriptedChatModel, ai, call
 
 PAGE_BYTES = 12_000
@@ -154,3 +156,50 @@ async def test_run_lookup_by_id_works_for_ids_with_a_slash() -> None:
         bad = await client.get("/api/runs/batch%2F7", params={"thread_id": " team"})
         assert bad.status_code == 422
         assert (await client.get("/api/runs/batch%2F8")).status_code == 404
+
+
+#: What a hostile web page could hold: retitle the terminal, clear it, recolour, ring.
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[5;35m\u202e"
+
+
+def test_cli_never_passes_stored_escape_sequences_to_the_terminal(tmp_path: Path) -> None:
+    """history, runs, usage and replay show stored text (a tool output, a run error, a model
+    name) without the escape sequences in it, while the CLI's own colours stay."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    journal = RunJournal(store)
+
+    @tool
+    def fetch(url: str) -> str:
+        """Read a page (this one is hostile)."""
+        if url == "bad":
+            raise ValueError(f"cannot parse {ESCAPES}page")
+        return f"page text {ESCAPES}end"
+
+    answer = ai("", call("fetch", url="x"))
+    answer.response_metadata = {"model_name": f"router{ESCAPES}model"}
+    agent = create_agent(
+        ScriptedChatModel(
+            [answer, ai(f"It says {ESCAPES}hello"), ai("", call("fetch", url="bad"))]
+        ),
+        tools=[fetch],
+        checkpointer=InMemorySaver(),
+    ).with_config(callbacks=[journal])
+    config = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [{"role": "user", "content": "Read x"}]}, config)
+    with pytest.raises(ValueError, match="cannot parse"):
+        agent.invoke({"messages": [{"role": "user", "content": "Read bad"}]}, config)
+    journal.close()
+    store.close()
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    for command in (["history", "--include-hidden"], ["runs"], ["usage"], ["replay"]):
+        for color in ("0", "1"):
+            env = cli_env(COLUMNS="200", **({"FORCE_COLOR": "1"} if color == "1" else {}))
+            done = run_cli(command[0], "t", *command[1:], "--store", url, env=env)
+            assert done.returncode == 0, done.stderr
+            out = done.stdout
+            for bad in ("\x1b]", "\x07", "\x1b[2J", "\x1b[5;35m", "\u202e"):
+                assert bad not in out, (command, color, repr(bad))
+            assert ("\x1b[" in out) == (color == "1"), command  # the CLI's own styles
+    shown = run_cli("runs", "t", "--store", url, env=cli_env(COLUMNS="200")).stdout
+    assert "ValueError: cannot parse ]0;owned[2J[5;35mpage" in shown
+    assert "router]0;owned[2J[5;35mmodel" in shown
