@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from history._bounded import event_bytes
 from history.server.app import create_app
 from history.server.sse import StreamSettings
 from journal import MemoryEventStore, NewEvent, RunEventStore, RunJournal, SqliteEventStore
-from tests.cli_helpers import cli_env, run_cli
+from tests.cli_helpers import ROOT, cli_env, run_cli
 from tests.fakes import ScriptedChatModel, ai, call
 
 PAGE_BYTES = 12_000
@@ -235,3 +237,64 @@ async def test_the_node_step_that_raised_is_an_error_span() -> None:
     assert spans["status"] == "error"
     [tools_step] = [s for s in spans["spans"] if s["kind"] == "node" and s["name"] == "tools"]
     assert tools_step["status"] == "error"
+
+
+_WRITER = """
+import sys
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+from journal import RunJournal, SqliteEventStore
+from tests.fakes import ScriptedChatModel, ai
+store = SqliteEventStore(sys.argv[1])
+journal = RunJournal(store)
+agent = create_agent(
+    ScriptedChatModel(lambda messages: ai("answer", tokens=10)), checkpointer=InMemorySaver()
+).with_config(callbacks=[journal])
+for turn in range(int(sys.argv[2])):
+    agent.invoke({"messages": [{"role": "user", "content": f"q{turn}"}]},
+                 {"configurable": {"thread_id": "t"}})
+    journal.flush()
+journal.close()
+store.close()
+"""
+
+
+async def test_run_pages_walked_while_another_process_writes_lose_and_repeat_nothing(
+    tmp_path: Path,
+) -> None:
+    """While a second OS process journals runs into the SQLite file, every walk of /runs
+    back from its first page sees each older run once, newest first, and /usage never
+    counts less than the runs it lists."""
+    path = tmp_path / "j.db"
+    SqliteEventStore(path).close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), "40"], cwd=ROOT, env=cli_env()
+    )
+    store = SqliteEventStore(path)
+    transport = httpx.ASGITransport(app=create_app(store))
+    walks: list[list[tuple[str, int]]] = []
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            while writer.poll() is None or not walks:
+                if (await client.get("/api/threads/t/runs")).status_code == 404:
+                    continue  # nothing written yet
+                walk: list[tuple[str, int]] = []
+                params: dict[str, Any] = {"limit": 3}
+                while True:
+                    page = (await client.get("/api/threads/t/runs", params=params)).json()
+                    walk += [(r["run_id"], r["first_seq"]) for r in page["runs"]]
+                    if not page["has_more"]:
+                        break
+                    params["before_seq"] = page["next_before_seq"]
+                walks.append(walk)
+                usage = (await client.get("/api/threads/t/usage", params={"run_limit": 500})).json()
+                listed = sum(r["usage"]["total_tokens"] for r in usage["by_run"])
+                assert listed <= usage["totals"]["total_tokens"]
+    finally:
+        assert writer.wait(timeout=120) == 0
+    final = [(r.run_id, r.first_seq) for r in reversed(store.list_runs("t"))]
+    store.close()
+    assert len(final) == 40
+    for walk in walks:
+        newest = walk[0][1]
+        assert walk == [run for run in final if run[1] <= newest]
