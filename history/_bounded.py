@@ -4,11 +4,13 @@ A page read by count alone can be huge (a thousand 1 MB messages). The plans her
 chunks sized from what they have seen and stop once the page's events reach ``max_bytes``
 (measured on their canonical JSON ``content`` and ``metadata``); a page always holds at least
 one event, so a cursor that follows ``has_more`` walks every event, however large. Memory per
-page stays within about ``max_bytes`` plus one chunk.
+page stays within about ``max_bytes`` plus one chunk. A backward page can leave events out
+(``keep``): those are read past, and neither fill the page nor count towards its bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -55,10 +57,16 @@ def forward_page(
 
 
 def backward_page(
-    thread_id: str, before_seq: int, limit: int, max_bytes: int, filters: dict[str, Any]
+    thread_id: str,
+    before_seq: int,
+    limit: int,
+    max_bytes: int,
+    filters: dict[str, Any],
+    keep: Callable[[RunEvent], bool] | None = None,
 ) -> Plan[BoundedPage]:
-    """Plan: the newest ``limit`` events with seq < ``before_seq`` that fit ``max_bytes``."""
-    return _page(thread_id, "before_seq", before_seq, limit, max_bytes, filters)
+    """Plan: the newest ``limit`` events with seq < ``before_seq`` that fit ``max_bytes``;
+    with ``keep``, only the events it accepts (``has_more``: more accepted ones follow)."""
+    return _page(thread_id, "before_seq", before_seq, limit, max_bytes, filters, keep)
 
 
 def _page(
@@ -68,6 +76,7 @@ def _page(
     limit: int,
     max_bytes: int,
     filters: dict[str, Any],
+    keep: Callable[[RunEvent], bool] | None = None,
 ) -> Plan[BoundedPage]:
     forward = direction == "after_seq"
     taken: list[RunEvent] = []  # in reading order
@@ -80,6 +89,8 @@ def _page(
             thread_id, {direction: cursor, "limit": request, **filters}
         )
         for event in read if forward else reversed(read):
+            if keep is not None and not keep(event):
+                continue
             if len(taken) == limit:
                 return _result(taken, forward, has_more=True, limited=False)
             cost = event_bytes(event)

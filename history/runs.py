@@ -16,8 +16,9 @@ totals of every model call of the thread (``totals``), the same per model (``by_
 model the provider's response names, so a router or an alias is billed under the model that
 answered), per caller (``by_caller``: ``agent``, ``middleware:<Class>``, ``subagent:<graph>``),
 ``run_count``, ``by_run`` (the newest ``run_limit`` runs' usage, newest first; older ones
-through :func:`runs_page`) and ``active_run`` (the newest run still running, with its usage so
-far, or ``None``). Each bucket has ``calls``, ``input_tokens``, ``output_tokens``,
+through :func:`runs_page`) and ``active_run`` (the newest run still running among the newest
+``max(run_limit, ACTIVE_RUN_WINDOW)`` runs, whatever ``run_limit``, with its usage so far, or
+``None``). Each bucket has ``calls``, ``input_tokens``, ``output_tokens``,
 ``total_tokens``, ``cache_read_tokens`` and ``reasoning_tokens``. It reads a constant number of
 rows, however long the thread: the store keeps the thread's totals as it appends.
 
@@ -36,6 +37,7 @@ from journal.events import RunSummary
 from journal.store import RunEventStore
 
 __all__ = [
+    "ACTIVE_RUN_WINDOW",
     "MAX_RUNS_LIMIT",
     "RunsPage",
     "UsageReport",
@@ -47,6 +49,8 @@ __all__ = [
 
 #: The largest ``limit`` / ``run_limit`` accepted.
 MAX_RUNS_LIMIT: Final = 500
+#: ``active_run`` is the newest running run among at least this many newest runs.
+ACTIVE_RUN_WINDOW: Final = 20
 #: Above every seq: the newest page.
 _TOP: Final = 2**63 - 1
 
@@ -117,15 +121,13 @@ def _run_usage(run: RunSummary) -> dict[str, Any]:
 def thread_usage_plan(thread_id: str, run_limit: int) -> Plan[UsageReport]:
     """Plan: the usage report (the logic of :func:`thread_usage`)."""
     check_int("run_limit", run_limit, 0, MAX_RUNS_LIMIT)
-    if run_limit:
-        runs, _ = yield from _newest_runs(thread_id, run_limit, None)
-    else:
-        if (yield LastSeq(thread_id)) == 0:
-            raise ThreadNotFoundError(thread_id)
-        runs = []
+    # The running run is looked for among more runs than by_run lists, so that a small (or
+    # zero) run_limit never hides it.
+    runs, _ = yield from _newest_runs(thread_id, max(run_limit, ACTIVE_RUN_WINDOW), None)
     usage = yield Call("read_usage", (thread_id,))
-    by_run = [_run_usage(run) for run in runs]
-    active = next((item for item in by_run if item["status"] == "running"), None)
+    by_run = [_run_usage(run) for run in runs[:run_limit]]
+    running = next((run for run in runs if run.status == "running"), None)
+    active = None if running is None else _run_usage(running)
     return {
         "thread_id": thread_id,
         "totals": dict(usage.totals),

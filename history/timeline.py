@@ -14,8 +14,9 @@ has_more, next_before_seq}``. Guarantees:
 * Filters apply before the limit: ``include_markers``; ``include_hidden`` (hidden messages,
   see below, are left out unless it is true); ``run_id`` (only the items of that run; a run
   the thread does not have gives an empty page). A page reads O(limit) events through the
-  store's ``event_type`` (and ``run_id``) filters, plus a bounded backward scan per marker
-  (see below).
+  store's ``event_type`` (and ``run_id``) filters (and the hidden messages between them,
+  which count neither towards the limit nor towards the byte bound), plus a bounded backward
+  scan per marker (see below).
 * Message items (``human``/``ai``/``tool``): ``id`` (the message's state id, or
   ``"message-<seq>"`` if it had none), ``seq``, ``run_id``, ``created_at`` (ISO 8601 UTC),
   ``content``, ``caller`` (who added it, as the journal spells it: ``user`` for the user's
@@ -282,26 +283,25 @@ def timeline_plan(
     if last == 0:
         raise ThreadNotFoundError(thread_id)
     cursor = last + 1 if before_seq is None else before_seq
+
+    def shown(event: RunEvent) -> bool:
+        # Decided while the page is read, so that what is left out counts neither towards
+        # the limit nor towards the byte bound.
+        if event.event_type == REMOVE:
+            return not _reorders_only(event)  # the state's order only: nothing to show
+        return event.event_type == SUMMARIZE or include_hidden or not is_hidden(event)
+
+    page = yield from backward_page(thread_id, cursor, limit, max_bytes, filters, shown)
     items: list[TimelineItem] = []
-    has_more, size_limited, first_seq = True, False, None
-    while has_more and len(items) < limit and not size_limited:
-        page = yield from backward_page(thread_id, cursor, limit - len(items), max_bytes, filters)
-        if not page.events:
-            has_more = False
-            break
-        older: list[TimelineItem] = []
-        for event in page.events:
-            if event.event_type == SUMMARIZE:
-                older.append((yield from marker_item(thread_id, event)))
-            elif event.event_type == REMOVE:
-                if _reorders_only(event):
-                    continue  # the state's order after parallel tasks: nothing to show
-                older.append((yield from removal_item(thread_id, event)))
-            elif include_hidden or not is_hidden(event):
-                older.append(_message_item(event))
-        items = older + items
-        has_more, size_limited = page.has_more, page.size_limited
-        cursor = first_seq = page.events[0].seq
+    for event in page.events:
+        if event.event_type == SUMMARIZE:
+            items.append((yield from marker_item(thread_id, event)))
+        elif event.event_type == REMOVE:
+            items.append((yield from removal_item(thread_id, event)))
+        else:
+            items.append(_message_item(event))
+    has_more, size_limited = page.has_more, page.size_limited
+    first_seq = page.events[0].seq if page.events else None
     result: TimelinePage = {
         "thread_id": thread_id,
         "items": items,

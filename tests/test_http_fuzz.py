@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    negative_data_rejection,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -28,10 +29,9 @@ CHECKS = [
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
+    # invalid values and unknown query parameters must be refused (4xx), never answered
+    negative_data_rejection,
 ]
-# ``negative_data_rejection`` is left out on purpose: it wants unknown query parameters
-# rejected, and the API ignores them like most HTTP APIs (cache busters keep working). Invalid
-# values of known parameters are still generated (negative mode) and must not yield a 500.
 
 
 def _app() -> Any:

@@ -3,12 +3,18 @@
 A user error (unknown thread, bad store URL, unreadable file, a store failure) is raised as a
 :class:`UserError`; the entry point prints it as one line on stderr and exits 1, with no
 traceback.
+
+What the commands print on stdout carries stored text (messages, tool outputs, errors, model
+names), which may come from anywhere a tool read: :func:`out_console` drops the characters a
+terminal would obey instead of show (escape sequences, other controls, bidirectional
+overrides), so stored text can never retitle, clear or recolour the reader's terminal.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderHook, RenderResult
+from rich.segment import Segment
 
 from journal._logging import LOGGER_PREFIX
 from journal.store import RunEventStore
@@ -74,12 +81,43 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
 
 
+#: What a terminal would act on rather than show: C0 controls but newline and tab, DEL, C1
+#: controls, and the bidirectional overrides and isolates that reorder what is shown.
+_UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+class _Shown:
+    """``inner`` drawn as rich draws it, without the :data:`_UNSHOWN` characters of its text.
+
+    Rich measures those characters as zero cells wide, so dropping them after the layout
+    keeps every column aligned; rich's own control segments pass unchanged.
+    """
+
+    def __init__(self, inner: ConsoleRenderable) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.inner, options):
+            if segment.control is None and _UNSHOWN.search(segment.text):
+                yield Segment(_UNSHOWN.sub("", segment.text), segment.style)
+            else:
+                yield segment
+
+
+class _DropControls(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_Shown(renderable) for renderable in renderables]
+
+
 def out_console() -> Console:
     """The console of normal output (stdout); markup, emoji codes and highlighting are off.
 
-    Printed strings carry thread ids, store URLs and file names: shown as typed, never parsed.
+    Printed strings carry thread ids, store URLs and file names: shown as typed, never parsed;
+    stored text is shown without the characters a terminal would obey (module docstring).
     """
-    return Console(highlight=False, markup=False, emoji=False)
+    console = Console(highlight=False, markup=False, emoji=False)
+    console.push_render_hook(_DropControls())
+    return console
 
 
 def err_console() -> Console:

@@ -282,14 +282,19 @@ def build_api_router(
         return await athread_usage(store, thread_id, run_limit=run_limit)
 
     @router.get(
-        "/runs/{run_id}",
+        "/runs/{run_id:any_text}",
         response_model=RunSummary,
         responses={404: {"model": ErrorBody, "description": "No run has this id."}},
     )
     async def get_run(
         run_id: Annotated[
             str,
-            Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN),
+            Path(
+                min_length=1,
+                max_length=MAX_ID_LENGTH,
+                pattern=ID_PATTERN,
+                description="The run's id; may contain '/'.",
+            ),
         ],
         thread_id: Annotated[
             str | None,
@@ -302,14 +307,14 @@ def build_api_router(
         ] = None,
     ) -> RunSummary:
         """One run found by its id alone (the root run id of the invocation)."""
-        try:
-            validate_id(run_id, "run_id")
-            if thread_id is not None:
-                validate_id(thread_id, "thread_id")
-        except ValueError as e:  # a lone surrogate: the pattern cannot say it
-            raise RequestValidationError(
-                [{"type": "value_error", "loc": ("path", "run_id"), "msg": str(e)}]
-            ) from None
+        for where, name, value in (("path", "run_id", run_id), ("query", "thread_id", thread_id)):
+            try:
+                if value is not None:
+                    validate_id(value, name)
+            except ValueError as e:  # a lone surrogate: the pattern cannot say it
+                raise RequestValidationError(
+                    [{"type": "value_error", "loc": (where, name), "msg": str(e)}]
+                ) from None
         run = await store.aget_run(run_id, thread_id=thread_id)
         if run is None:
             raise RunNotFoundError(run_id)
