@@ -337,7 +337,7 @@ class Conversation:
         if summary is not None and not node.summarized:
             payload = inferred_summary(edit.before, outcome, summary)
             payload["state_message_ids"] = list(target)
-            metadata = {**node.attribution(), "inferred": True}
+            metadata = {**node.inner_attribution(), "inferred": True}
             self._sink.emit(node.run, "middleware", SUMMARIZE_EVENT_TYPE, payload, metadata)
         elif removal or reorder:
             content: dict[str, Any] = {"removed_message_ids": removal}

@@ -1,0 +1,251 @@
+"""Trace events name their parent span, and the run's spans nest by it: a lead agent whose
+model calls two tools in one AI message, each tool running its own ``create_agent`` subagent,
+in parallel (executor threads in sync runs, concurrent tasks in async runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+
+from history._reads import run_plan
+from history._spans import spans_plan
+from journal import MemoryEventStore, RunEvent, RunJournal
+from journal.catalog import PARENT_SPAN_KEY
+from tests.fakes import ScriptedChatModel, ai, call
+
+T = "parallel-subagents"
+_TRACE_CALLS = ("llm.start", "llm.end", "tool.start", "tool.end")
+
+
+class Chains(BaseCallbackHandler):
+    """Records each chain's run id with its parent and LangGraph node (thread-safe)."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.parents: dict[str, str | None] = {}
+        self.nodes: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with self._lock:
+            self.parents[str(run_id)] = str(parent_run_id) if parent_run_id else None
+            self.nodes[str(run_id)] = (metadata or {}).get("langgraph_node")
+
+
+def _subagent(name: str) -> Any:
+    """A subagent with its own fake model (model name ``<name>-model``): a tool call, then an
+    answer, so each subagent makes two model calls and one tool call."""
+
+    @tool
+    def note(text: str) -> str:
+        """Keep a note."""
+        return f"{name} noted {text}"
+
+    model = ScriptedChatModel(
+        [ai("", call("note", f"{name}-note", text=name)), ai(f"{name} says hi")],
+        model_name=f"{name}-model",
+    )
+    return create_agent(model, [note], name=name)
+
+
+def _lead(mode: str) -> Any:
+    """The lead agent: one AI message calling ``ask_alpha`` and ``ask_beta``; each waits for
+    the other to start before running its subagent, so their subagents run side by side."""
+    alpha, beta = _subagent("alpha"), _subagent("beta")
+    if mode == "sync":
+        barrier = threading.Barrier(2, timeout=10)
+
+        @tool
+        def ask_alpha(question: str) -> str:
+            """Ask alpha."""
+            barrier.wait()
+            return str(alpha.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
+
+        @tool
+        def ask_beta(question: str) -> str:
+            """Ask beta."""
+            barrier.wait()
+            return str(beta.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
+
+        tools = [ask_alpha, ask_beta]
+    else:
+        started = asyncio.Barrier(2)
+
+        @tool
+        async def ask_alpha(question: str) -> str:
+            """Ask alpha."""
+            await asyncio.wait_for(started.wait(), 10)
+            result = await alpha.ainvoke({"messages": [HumanMessage(question)]})
+            return str(result["messages"][-1].content)
+
+        @tool
+        async def ask_beta(question: str) -> str:
+            """Ask beta."""
+            await asyncio.wait_for(started.wait(), 10)
+            result = await beta.ainvoke({"messages": [HumanMessage(question)]})
+            return str(result["messages"][-1].content)
+
+        tools = [ask_alpha, ask_beta]
+    lead_model = ScriptedChatModel(
+        [
+            ai(
+                "",
+                call("ask_alpha", "c-alpha", question="a?"),
+                call("ask_beta", "c-beta", question="b?"),
+            ),
+            ai("both answered"),
+        ],
+        model_name="lead-model",
+    )
+    return create_agent(lead_model, tools, name="lead")
+
+
+def _run(
+    mode: str, tmp_path: Path, strip_parents: bool = False
+) -> tuple[list[RunEvent], Chains, Any]:
+    """Journal one lead run; return its events, the chains seen, and its spans (read from a
+    store holding the events, without their parent keys if ``strip_parents``)."""
+    store = MemoryEventStore()
+    chains = Chains()
+    config: Any = {"configurable": {"thread_id": T}, "callbacks": []}
+    with RunJournal(store, spool_path=tmp_path / f"{mode}.jsonl") as journal:
+        config["callbacks"] = [journal, chains]
+        agent = _lead(mode)
+        if mode == "sync":
+            agent.invoke({"messages": [HumanMessage("go")]}, config)
+        else:
+            asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}, config))
+    events = store.read(T)
+    (run_id,) = {e.run_id for e in events}
+    if strip_parents:
+        old = MemoryEventStore()
+        old.append(
+            [
+                {
+                    **e.model_dump(exclude={"seq"}),
+                    "metadata": {k: v for k, v in e.metadata.items() if k != PARENT_SPAN_KEY},
+                }
+                for e in events
+            ]
+        )
+        store = old
+    return events, chains, run_plan(store, spans_plan(T, run_id))
+
+
+def _tool_span(spans: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in spans.values() if s["kind"] == "tool" and s["name"] == name)
+
+
+def _under(spans: dict[str, Any], span: dict[str, Any], ancestor: dict[str, Any]) -> bool:
+    parent = span["parent"]
+    while parent is not None:
+        if parent == ancestor["id"]:
+            return True
+        parent = spans[parent]["parent"]
+    return False
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_parallel_subagents_model_spans_sit_under_their_own_tool(mode: str, tmp_path: Path) -> None:
+    """Each subagent's model and tool spans sit in a subagent span under the tool call that ran
+    it, though both subagents run at once and their events interleave."""
+    events, _, body = _run(mode, tmp_path)
+    spans = {s["id"]: s for s in body["spans"]}
+    starts = [e for e in events if e.event_type == "llm.start"]
+    alpha_seqs = [e.seq for e in starts if e.metadata["model"] == "alpha-model"]
+    beta_seqs = [e.seq for e in starts if e.metadata["model"] == "beta-model"]
+    # the subagents really ran side by side: each one's first call precedes the other's last
+    assert min(alpha_seqs) < max(beta_seqs) and min(beta_seqs) < max(alpha_seqs)
+    for name in ("alpha", "beta"):
+        own_tool = _tool_span(spans, f"ask_{name}")
+        subagent = next(
+            s for s in spans.values() if s["kind"] == "subagent" and s["parent"] == own_tool["id"]
+        )
+        assert subagent["name"] == name
+        models = [
+            s for s in spans.values() if s["kind"] == "model" and s.get("model") == f"{name}-model"
+        ]
+        assert len(models) == 2
+        assert all(_under(spans, s, subagent) for s in models)
+        notes = [
+            s
+            for s in spans.values()
+            if s["kind"] == "tool" and s.get("tool_call_id") == f"{name}-note"
+        ]
+        assert len(notes) == 1 and _under(spans, notes[0], subagent)
+    lead = [s for s in spans.values() if s["kind"] == "model" and s.get("model") == "lead-model"]
+    assert len(lead) == 2 and all(spans[s["parent"]]["kind"] == "node" for s in lead)
+    assert body["llm_calls"] == 6 and body["tool_calls"] == 4
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_every_trace_event_names_its_nearest_traced_ancestor(mode: str, tmp_path: Path) -> None:
+    """A subagent's calls name the tool call that ran its graph; the lead's model and tool
+    calls name their node of the root graph (the ``model`` / ``tools`` chain run)."""
+    events, chains, _ = _run(mode, tmp_path)
+    traces = [e for e in events if e.category == "trace"]
+    assert traces and all(isinstance(e.metadata.get(PARENT_SPAN_KEY), str) for e in traces)
+    tool_runs = {
+        e.metadata["tool_call_id"]: e.metadata["tool_run_id"]
+        for e in events
+        if e.event_type == "tool.start"
+    }
+    for event in (e for e in events if e.event_type in _TRACE_CALLS):
+        md = event.metadata
+        caller = md["caller"]
+        parent = md[PARENT_SPAN_KEY]
+        if caller.startswith("subagent:"):
+            # a subagent's call: under the lead's tool call that runs that subagent
+            owner = "c-alpha" if _subagent_of(event) == "alpha" else "c-beta"
+            assert parent == tool_runs[owner], event
+        else:
+            # the lead's call: its node of the root graph, a chain directly under the root
+            assert chains.nodes[parent] == md["langgraph_node"], event
+            root = chains.parents[parent]
+            assert root is not None and chains.parents[root] is None
+            assert root == event.run_id
+
+
+def _subagent_of(event: RunEvent) -> str:
+    """Which subagent made a traced call (by its model, or by its tool call's id)."""
+    md = event.metadata
+    if "model" in md:
+        return str(md["model"]).removesuffix("-model")
+    return str(md["tool_call_id"]).removesuffix("-note")
+
+
+def test_events_without_parents_nest_by_the_order_rule(tmp_path: Path) -> None:
+    """Events written before parents were named (the key stripped) keep today's rule: every
+    subagent call goes under the latest tool call still open, so with two subagents running
+    side by side both sit under the tool that started last."""
+    events, _, body = _run("sync", tmp_path, strip_parents=True)
+    spans = {s["id"]: s for s in body["spans"]}
+    tool_starts = [
+        e for e in events if e.event_type == "tool.start" and e.metadata["caller"] == "agent"
+    ]
+    last_started = max(tool_starts, key=lambda e: e.seq).content["name"]
+    later = _tool_span(spans, last_started)
+    subagent_models = [
+        s for s in spans.values() if s["kind"] == "model" and s.get("model") != "lead-model"
+    ]
+    assert len(subagent_models) == 4
+    assert all(_under(spans, s, later) for s in subagent_models)
