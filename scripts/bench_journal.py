@@ -5,8 +5,9 @@ callbacks; a no-op ``BaseCallbackHandler`` (default, and ``run_inline``); LangCh
 ``RunCollectorCallbackHandler``; ``RunJournal`` on ``SqliteEventStore`` (the final flush is
 inside the timing); and two bounds of the journal's own share: ``RunJournal`` on a store whose
 ``append`` discards each batch (every event built and queued, its content and digests built by
-the writer, nothing stored: what journaling costs before any store), and on
-``MemoryEventStore`` (the store's validation and encoding, no SQLite). Variants are
+the writer, nothing stored: what journaling costs before any store), and on a store whose
+``append`` only runs ``prepare`` (the store's validation, encoding and caps of each batch, no
+SQLite). Variants are
 interleaved round by round so machine noise hits them alike; the report is the median of
 ``--runs`` rounds of wall time and of process CPU time (all threads, the journal's writer
 included; steadier than wall time on a loaded machine), and their ratios to the no-op
@@ -87,6 +88,14 @@ class DiscardingStore(MemoryEventStore):
         return []
 
 
+class PreparingStore(MemoryEventStore):
+    """A store that validates and encodes every batch (``prepare``) and keeps nothing."""
+
+    def append(self, events: Any) -> list[Any]:
+        self.prepare(events)
+        return []
+
+
 def make_agent(steps: int) -> Any:
     """A fresh agent whose run has ``steps`` tool rounds."""
     return create_agent(LeanScriptedModel(tool_rounds=steps), [add])
@@ -104,7 +113,7 @@ def variants(journals: Journals) -> dict[str, Callable[[], list[Any]]]:
         "run_collector": lambda: [RunCollectorCallbackHandler()],
         "run_journal": lambda: [journals["sqlite"]],
         "journal_discard": lambda: [journals["discard"]],
-        "journal_memory": lambda: [journals["memory"]],
+        "journal_prepare": lambda: [journals["prepare"]],
     }
 
 
@@ -181,7 +190,7 @@ def main() -> None:
         store = SqliteEventStore(Path(tmp) / "bench.db")
         others: dict[str, RunEventStore] = {
             "discard": DiscardingStore(),
-            "memory": MemoryEventStore(),
+            "prepare": PreparingStore(),
         }
         journals = {
             name: RunJournal(s, spool_path=Path(tmp) / f"spool-{name}.jsonl")
