@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 
 from history._reads import run_plan
@@ -51,56 +51,61 @@ class Chains(BaseCallbackHandler):
             self.nodes[str(run_id)] = (metadata or {}).get("langgraph_node")
 
 
-def _subagent(name: str) -> Any:
+def _subagent(name: str, meet: threading.Barrier) -> Any:
     """A subagent with its own fake model (model name ``<name>-model``): a tool call, then an
-    answer, so each subagent makes two model calls and one tool call."""
+    answer. Its first model call waits at ``meet`` for the other subagent's first call, so
+    the two subagents' calls interleave (the model runs on a worker thread in both modes)."""
 
     @tool
     def note(text: str) -> str:
         """Keep a note."""
         return f"{name} noted {text}"
 
-    model = ScriptedChatModel(
-        [ai("", call("note", f"{name}-note", text=name)), ai(f"{name} says hi")],
-        model_name=f"{name}-model",
-    )
+    def first(messages: list[BaseMessage]) -> AIMessage:
+        meet.wait()
+        return ai("", call("note", f"{name}-note", text=name))
+
+    model = ScriptedChatModel([first, ai(f"{name} says hi")], model_name=f"{name}-model")
     return create_agent(model, [note], name=name)
 
 
 def _lead(mode: str) -> Any:
-    """The lead agent: one AI message calling ``ask_alpha`` and ``ask_beta``; each waits for
-    the other to start before running its subagent, so their subagents run side by side."""
-    alpha, beta = _subagent("alpha"), _subagent("beta")
+    """The lead agent: one AI message calling ``ask_alpha`` and ``ask_beta``, each running its
+    own subagent (sync tools on executor threads, or async tools as concurrent tasks). Each
+    tool waits for the other to start before it runs its subagent: both tool calls are open
+    while the subagents' calls interleave."""
+    meet = threading.Barrier(2, timeout=10)
+    alpha, beta = _subagent("alpha", meet), _subagent("beta", meet)
     if mode == "sync":
-        barrier = threading.Barrier(2, timeout=10)
+        started = threading.Barrier(2, timeout=10)
 
         @tool
         def ask_alpha(question: str) -> str:
             """Ask alpha."""
-            barrier.wait()
+            started.wait()
             return str(alpha.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
 
         @tool
         def ask_beta(question: str) -> str:
             """Ask beta."""
-            barrier.wait()
+            started.wait()
             return str(beta.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
 
         tools = [ask_alpha, ask_beta]
     else:
-        started = asyncio.Barrier(2)
+        both = asyncio.Barrier(2)
 
         @tool
         async def ask_alpha(question: str) -> str:
             """Ask alpha."""
-            await asyncio.wait_for(started.wait(), 10)
+            await asyncio.wait_for(both.wait(), 10)
             result = await alpha.ainvoke({"messages": [HumanMessage(question)]})
             return str(result["messages"][-1].content)
 
         @tool
         async def ask_beta(question: str) -> str:
             """Ask beta."""
-            await asyncio.wait_for(started.wait(), 10)
+            await asyncio.wait_for(both.wait(), 10)
             result = await beta.ainvoke({"messages": [HumanMessage(question)]})
             return str(result["messages"][-1].content)
 
@@ -234,18 +239,20 @@ def _subagent_of(event: RunEvent) -> str:
 
 
 def test_events_without_parents_nest_by_the_order_rule(tmp_path: Path) -> None:
-    """Events written before parents were named (the key stripped) keep today's rule: every
-    subagent call goes under the latest tool call still open, so with two subagents running
-    side by side both sit under the tool that started last."""
+    """Events written before parents were named (the key stripped) keep the order rule: each
+    subagent model call goes under the lead's latest tool call still open when it started."""
     events, _, body = _run("sync", tmp_path, strip_parents=True)
     spans = {s["id"]: s for s in body["spans"]}
-    tool_starts = [
-        e for e in events if e.event_type == "tool.start" and e.metadata["caller"] == "agent"
-    ]
-    last_started = max(tool_starts, key=lambda e: e.seq).content["name"]
-    later = _tool_span(spans, last_started)
-    subagent_models = [
-        s for s in spans.values() if s["kind"] == "model" and s.get("model") != "lead-model"
-    ]
-    assert len(subagent_models) == 4
-    assert all(_under(spans, s, later) for s in subagent_models)
+    open_tools: list[str] = []
+    expected: dict[str, str] = {}
+    for event in events:
+        md = event.metadata
+        if md.get("caller") == "agent" and event.event_type == "tool.start":
+            open_tools.append(md["tool_run_id"])
+        elif md.get("caller") == "agent" and event.event_type == "tool.end":
+            open_tools.remove(md["tool_run_id"])
+        elif event.event_type == "llm.start" and md["caller"].startswith("subagent:"):
+            expected[md["llm_run_id"]] = open_tools[-1]
+    assert len(expected) == 4
+    for llm, tool_run in expected.items():
+        assert _under(spans, spans[f"llm:{llm}"], spans[f"tool:{tool_run}"])
