@@ -127,11 +127,21 @@ class Node:
 
     def call_attribution(self) -> dict[str, Any]:
         """:meth:`attribution` of this call's own events, with their parent span."""
-        return {**self.attribution(), PARENT_SPAN_KEY: self.parent_span}
+        return {
+            "caller": self.caller,
+            "langgraph_step": self.step,
+            "langgraph_node": self.node,
+            PARENT_SPAN_KEY: self.parent_span,
+        }
 
     def inner_attribution(self) -> dict[str, Any]:
         """:meth:`attribution` of an event that happens inside this run, with its parent span."""
-        return {**self.attribution(), PARENT_SPAN_KEY: self.span}
+        return {
+            "caller": self.caller,
+            "langgraph_step": self.step,
+            "langgraph_node": self.node,
+            PARENT_SPAN_KEY: self.span,
+        }
 
 
 def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tuple[str, bool]:
