@@ -12,14 +12,17 @@ from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.callbacks import BaseCallbackHandler, dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.runtime import Runtime
 
 from history._reads import run_plan
 from history._spans import spans_plan
 from journal import MemoryEventStore, RunEvent, RunJournal
 from journal.catalog import PARENT_SPAN_KEY
+from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call
 
 T = "parallel-subagents"
@@ -256,3 +259,67 @@ def test_events_without_parents_nest_by_the_order_rule(tmp_path: Path) -> None:
     assert len(expected) == 4
     for llm, tool_run in expected.items():
         assert _under(spans, spans[f"llm:{llm}"], spans[f"tool:{tool_run}"])
+
+
+def test_middleware_and_custom_events_name_the_run_they_happen_in(tmp_path: Path) -> None:
+    """The summarizer's model call, its custom event and marker, and a recorded middleware
+    event name their hook node of the root graph; a custom event dispatched inside a tool
+    names that tool call, and its mark sits under the tool's span."""
+    store = MemoryEventStore()
+    chains = Chains()
+    journal = RunJournal(store, spool_path=tmp_path / "m.jsonl")
+
+    @tool
+    def ping(text: str) -> str:
+        """Dispatch a custom event from inside the tool."""
+        dispatch_custom_event("pinged", {"text": text})
+        return text
+
+    class Redactor(AgentMiddleware):
+        def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+            journal.record_middleware("redact", name="Redactor", hook="before_model", action="x")
+            return None
+
+    summarizer = ScriptedChatModel(lambda messages: ai("SUMMARY"), model_name="summarizer-model")
+    summarize = TrackingSummarizationMiddleware(
+        model=summarizer, trigger=("messages", 4), keep=("messages", 2)
+    )
+    script = [ai("", call("ping", text=str(i))) for i in range(2)] + [ai("done")]
+    agent: Any = create_agent(ScriptedChatModel(script), [ping], middleware=[summarize, Redactor()])
+    with journal:
+        agent.invoke(
+            {"messages": [HumanMessage("go")]},
+            {"configurable": {"thread_id": T}, "callbacks": [journal, chains]},
+        )
+    events = store.read(T)
+    named = [e for e in events if e.category in ("trace", "middleware")]
+    assert named and all(isinstance(e.metadata.get(PARENT_SPAN_KEY), str) for e in named)
+
+    def hook_run(node: str) -> set[str]:
+        """The runs of the root graph's node ``node`` (one per step it ran in)."""
+        root = events[0].run_id
+        return {
+            run
+            for run, name in chains.nodes.items()
+            if name == node and chains.parents[run] == root
+        }
+
+    marker = next(e for e in events if e.event_type == "middleware:summarize")
+    summary_call = next(e for e in events if e.metadata.get("lc_source") == "summarization")
+    for event in (
+        marker,
+        summary_call,
+        *[e for e in events if e.event_type == "custom:summarization"],
+    ):
+        assert event.metadata[PARENT_SPAN_KEY] in hook_run(str(event.metadata["langgraph_node"]))
+    redact = [e for e in events if e.event_type == "middleware:redact"]
+    assert redact and all(
+        e.metadata[PARENT_SPAN_KEY] in hook_run("Redactor.before_model") for e in redact
+    )
+    tool_runs = {e.metadata["tool_run_id"] for e in events if e.event_type == "tool.start"}
+    pings = [e for e in events if e.event_type == "custom:pinged"]
+    assert len(pings) == 2 and all(e.metadata[PARENT_SPAN_KEY] in tool_runs for e in pings)
+    spans = {s["id"]: s for s in run_plan(store, spans_plan(T, events[0].run_id))["spans"]}
+    for ping_event in pings:
+        mark = spans[f"event:{ping_event.seq}"]
+        assert mark["parent"] == f"tool:{ping_event.metadata[PARENT_SPAN_KEY]}"
