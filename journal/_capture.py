@@ -30,6 +30,8 @@ __all__ = [
     "removes_messages",
     "scalar_params",
     "text_of",
+    "tool_call_id_of",
+    "tool_calls_of",
     "tool_end_content",
     "written_ids",
 ]
@@ -112,6 +114,21 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
     if isinstance(update, dict) and hasattr(inputs, "resume"):
         return _normalise(update, "messages")
     return []
+
+
+def tool_call_id_of(message: BaseMessage) -> str | None:
+    """The ``tool_call_id`` of a tool message; ``None`` for any other message.
+
+    Asked by type first: a missing attribute of a pydantic model costs a raised and caught
+    ``AttributeError`` (microseconds), on every message of the callback path.
+    """
+    return getattr(message, "tool_call_id", None) if message.type == "tool" else None
+
+
+def tool_calls_of(message: BaseMessage) -> list[Any]:
+    """The tool calls of an AI message; empty for any other message (see
+    :func:`tool_call_id_of`)."""
+    return (getattr(message, "tool_calls", None) or []) if message.type == "ai" else []
 
 
 def is_summary(message: BaseMessage) -> bool:

@@ -15,7 +15,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from journal._capture import is_summary, output_messages, output_writes, removes_messages
+from journal._capture import (
+    is_summary,
+    output_messages,
+    output_writes,
+    removes_messages,
+    tool_call_id_of,
+    tool_calls_of,
+)
 from journal._contents import Contents
 from journal._edits import (
     AppliedEdit,
@@ -173,8 +180,8 @@ class Conversation:
         """Journal an agent node's new messages; tool results wait for earlier calls."""
         answered = False
         for message in output_messages(outputs):
-            call_id = getattr(message, "tool_call_id", None)
-            if message.type == "tool" and call_id is not None:
+            call_id = tool_call_id_of(message)
+            if call_id is not None:
                 answered = answered or call_id == node.tool_call_id
                 ready = self._tools.result_written(call_id, [message], node.step)
             else:
@@ -201,8 +208,8 @@ class Conversation:
         """Journal ``message``; a new AI message's tool calls set the order of their results."""
         is_new = message.id not in self._seen
         self._add(node, message, caller, replace=True)
-        calls = getattr(message, "tool_calls", None)
-        if message.type == "ai" and calls and is_new:
+        calls = tool_calls_of(message)
+        if calls and is_new:
             for held in self._tools.calls_made([str(c.get("id")) for c in calls]):
                 self._add(node, held, "agent")
 
@@ -242,7 +249,7 @@ class Conversation:
         if not in_state:  # a replacement keeps its place in the state
             self._order[mid] = None
             self._fresh.append((mid, node.path))
-        tool_call_id = getattr(message, "tool_call_id", None)
+        tool_call_id = tool_call_id_of(message)
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id
         content = Lazy(self._contents.message, (self.thread_id, message, in_state))
@@ -330,7 +337,7 @@ class Conversation:
         if summary is not None and not node.summarized:
             payload = inferred_summary(edit.before, outcome, summary)
             payload["state_message_ids"] = list(target)
-            metadata = {**node.attribution(), "inferred": True}
+            metadata = {**node.inner_attribution(), "inferred": True}
             self._sink.emit(node.run, "middleware", SUMMARIZE_EVENT_TYPE, payload, metadata)
         elif removal or reorder:
             content: dict[str, Any] = {"removed_message_ids": removal}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.messages import BaseMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -54,12 +54,30 @@ class Outcome:
     messages: list[BaseMessage]  # the write's messages now in the state (new or replacing)
 
 
+_ORDER_KEYS: dict[Any, str] = {}  # task path -> its key: a graph has few distinct paths
+_ORDER_KEYS_MAX: Final = 4096
+
+
 def task_order_key(path: Any) -> str:
     """The key LangGraph sorts a superstep's tasks by before it applies their writes.
 
     Its task path as text, numbers zero-padded to ten digits (so ``Send`` number 10 follows
     number 9), nested paths joined after a ``~``.
     """
+    # the usual path, all strings (a node's pull task), is computed once: paths with numbers
+    # are not cached, since True == 1 would share a key with 1
+    if type(path) is tuple and all(type(part) is str for part in path):
+        key = _ORDER_KEYS.get(path)
+        if key is None:
+            key = _order_key(path)
+            if len(_ORDER_KEYS) >= _ORDER_KEYS_MAX:
+                _ORDER_KEYS.clear()
+            _ORDER_KEYS[path] = key
+        return key
+    return _order_key(path)
+
+
+def _order_key(path: Any) -> str:
     if isinstance(path, tuple | list):
         return "~" + ", ".join(task_order_key(part) for part in path)
     if isinstance(path, int) and not isinstance(path, bool):

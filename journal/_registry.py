@@ -60,9 +60,11 @@ class RunRegistry:
         metadata: dict[str, Any] | None,
         *,
         tool: bool = False,
+        traced: bool = False,
     ) -> Node | None:
-        """Follow ``run_id`` (a tool call if ``tool``) under its journaled parent; ``None`` if
-        the parent is unknown."""
+        """Follow ``run_id`` (a tool call if ``tool``; a tool or model call, one with a span of
+        its own, if ``traced``) under its journaled parent; ``None`` if the parent is
+        unknown."""
         if parent_id is None:
             return None
         md = metadata or {}
@@ -73,6 +75,7 @@ class RunRegistry:
                 return None
             root = parent.run
         caller, top = caller_for(parent, name, md)
+        parent_span = root.run_id if parent is None else parent.span
         step = md.get("langgraph_step")
         node = Node(
             run=root,
@@ -83,6 +86,8 @@ class RunRegistry:
             top=top,
             is_tool=tool,
             in_tool=parent is not None and (parent.is_tool or parent.in_tool),
+            parent_span=parent_span,
+            span=str(run_id) if traced or tool or top else parent_span,
         )
         node.task = node if top else (parent.task if parent is not None else None)
         self._nodes[run_id] = node
@@ -97,12 +102,10 @@ class RunRegistry:
         node = self._nodes.pop(run_id, None)
         if node is None:
             return None
-        metadata = {
-            **node.attribution(),
-            timing_key: round((time.perf_counter() - node.started) * 1000, 3),
-        }
+        metadata = node.call_attribution()
+        metadata[timing_key] = round((time.perf_counter() - node.started) * 1000, 3)
         if timing_key == "duration_ms":  # a tool call
-            metadata.update(tool_call_id=node.tool_call_id, tool_run_id=str(run_id))
+            metadata.update(tool_call_id=node.tool_call_id, tool_run_id=node.span)
         return node, metadata
 
     def end_root(self, run_id: UUID, run: RunState) -> list[Node]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from journal._capture import add_usage
+from journal.catalog import PARENT_SPAN_KEY
 
 __all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for"]
 
@@ -90,6 +91,12 @@ class Node:
     node: str | None
     step: int | None
     top: bool = False
+    # run id of its nearest traced ancestor (a tool or model call, else its node of the root
+    # graph, else the root): what its own events name as their parent span
+    parent_span: str = ""
+    # what the events of the runs under it name: its own run id if it is a tool or model call
+    # or a node of the root graph, else its parent_span
+    span: str = ""
     started: float = field(default_factory=time.perf_counter)
     model: str | None = None
     tool_call_id: str | None = None
@@ -106,6 +113,35 @@ class Node:
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""
         return {"caller": self.caller, "langgraph_step": self.step, "langgraph_node": self.node}
+
+    def deciding_node(self) -> Node | None:
+        """For a model call: the node of the root graph whose output tells whether its answer
+        enters the thread's state, if it may; ``None`` when it cannot (the call is made inside
+        a tool, a nested graph — a subagent —, outside any node, or after its node ended)."""
+        task = self.task
+        if self.top or self.in_tool or task is None or task.ended:
+            return None
+        if str(self.caller).startswith("subagent:"):
+            return None
+        return task
+
+    def call_attribution(self) -> dict[str, Any]:
+        """:meth:`attribution` of this call's own events, with their parent span."""
+        return {
+            "caller": self.caller,
+            "langgraph_step": self.step,
+            "langgraph_node": self.node,
+            PARENT_SPAN_KEY: self.parent_span,
+        }
+
+    def inner_attribution(self) -> dict[str, Any]:
+        """:meth:`attribution` of an event that happens inside this run, with its parent span."""
+        return {
+            "caller": self.caller,
+            "langgraph_step": self.step,
+            "langgraph_node": self.node,
+            PARENT_SPAN_KEY: self.span,
+        }
 
 
 def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tuple[str, bool]:

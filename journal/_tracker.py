@@ -5,8 +5,9 @@
 tool call started, ended or failed; a custom event; a pause or a resume — with plain values.
 It keeps the runs it journals (a *root* is the outermost chain of a call the journal is
 attached to; every run under it is a :class:`journal._run_state.Node`), attributes each event
-(caller, step, node), queues lifecycle and trace events on the :class:`journal._sink.EventSink`
-and hands the thread's messages to its :class:`journal._conversation.Conversation`.
+(caller, step, node, parent span), queues lifecycle and trace events on the
+:class:`journal._sink.EventSink` and hands the thread's messages to its
+:class:`journal._conversation.Conversation`.
 
 Thread-safe: one non-blocking lock around each happening; callback path, so no I/O.
 """
@@ -30,7 +31,12 @@ from journal._queued import Lazy
 from journal._registry import RunRegistry
 from journal._run_state import Node, RunState, SpinLock, ThreadStates
 from journal._sink import EventSink
-from journal.catalog import SUMMARIZATION_EVENT, SUMMARIZE_EVENT_TYPE, sanitize_tag
+from journal.catalog import (
+    PARENT_SPAN_KEY,
+    SUMMARIZATION_EVENT,
+    SUMMARIZE_EVENT_TYPE,
+    sanitize_tag,
+)
 from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 
 __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
@@ -38,6 +44,7 @@ __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
 _log = get_logger(__name__)
 _CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
 _INTERRUPT_ERRORS: Final = frozenset({"GraphInterrupt", "NodeInterrupt"})
+_ROOT_ATTRIBUTION: Final = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
 #: Longest tag of a ``family:<tag>`` event type this journal writes (room for the family).
 MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
 
@@ -162,20 +169,20 @@ class RunTracker:
     ) -> None:
         """A model call started: ``llm.start`` (the record of its input built by the writer)."""
         with self._lock:
-            node = self._runs.add_child(run_id, parent_id, model, metadata)
+            node = self._runs.add_child(run_id, parent_id, model, metadata, traced=True)
             if node is None:
                 return
             node.model = model
             event_md = {
-                **node.attribution(),
+                **node.call_attribution(),
                 "model": model,
                 "parameters": parameters,
                 "message_count": len(prompt),
-                "llm_run_id": str(run_id),
+                "llm_run_id": node.span,
                 "lc_source": metadata.get("lc_source"),
                 "tags": tags,
             }
-            args = (node.run.thread_id, str(node.caller), str(run_id), prompt)
+            args = (node.run.thread_id, str(node.caller), node.span, prompt)
             content = Lazy(self._contents.model_call, args)
             self._sink.emit(node.run, "trace", "llm.start", content, event_md)
 
@@ -193,7 +200,7 @@ class RunTracker:
             if response.usage:
                 node.run.add_usage(model, response.usage)
             metadata.update(
-                model=model, request_model=requested, usage=response.usage, llm_run_id=str(run_id)
+                model=model, request_model=requested, usage=response.usage, llm_run_id=node.span
             )
             message = response.message
             content: Any = {
@@ -202,7 +209,7 @@ class RunTracker:
             }
             if isinstance(message, BaseMessage):
                 content = ModelOutput(content, message)
-                holder = _deciding_node(node)
+                holder = node.deciding_node()
                 if holder is None:
                     content.settle(keep=True)
                 elif holder.outputs is None:  # its node says, when it ends, if it wrote it
@@ -217,7 +224,7 @@ class RunTracker:
             done = self._runs.done(run_id, "latency_ms")
             if done is not None:
                 node, metadata = done
-                metadata.update(model=node.model, llm_run_id=str(run_id))
+                metadata.update(model=node.model, llm_run_id=node.span)
                 self._sink.emit(node.run, "trace", "llm.error", cap.error_summary(error), metadata)
 
     def tool_started(
@@ -238,7 +245,11 @@ class RunTracker:
             parent = self._runs.node(parent_id)
             if parent is not None and parent.top and parent.tool_call_id is None:
                 parent.tool_call_id = call_id  # the tools task this call belongs to
-            event_md = {**node.attribution(), "tool_call_id": call_id, "tool_run_id": str(run_id)}
+            event_md = {
+                **node.call_attribution(),
+                "tool_call_id": call_id,
+                "tool_run_id": node.span,
+            }
             self._sink.emit(node.run, "trace", "tool.start", {"name": name, "args": args}, event_md)
 
     def tool_ended(self, run_id: UUID, output: Any) -> None:
@@ -281,10 +292,9 @@ class RunTracker:
             run = node.run if node is not None else self._runs.root(run_id)
             if run is None:
                 return
-            if node is not None:
-                attribution = node.attribution()
-            else:
-                attribution = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
+            attribution = _ROOT_ATTRIBUTION | {PARENT_SPAN_KEY: run.run_id}
+            if node is not None:  # the event happens inside that run
+                attribution = node.inner_attribution()
             event_md = {**attribution, "name": name}
             self._sink.emit(run, "trace", f"custom:{event_tag(str(name))}", data, event_md)
             # a subagent's compaction changes its own state, not the thread's: a trace only
@@ -303,7 +313,7 @@ class RunTracker:
                     "record_middleware found no run journaled by this RunJournal for config; "
                     "attach the journal to the graph's callbacks"
                 )
-            metadata = {**node.attribution(), "caller": f"middleware:{name}"}
+            metadata = {**node.inner_attribution(), "caller": f"middleware:{name}"}
             self._sink.emit(node.run, "middleware", f"middleware:{tag}", content, metadata)
 
     def closing(self) -> None:
@@ -378,18 +388,6 @@ class RunTracker:
             output.settle(keep=output.message_id not in written)
         node.outputs = None
         self._sink.settled()
-
-
-def _deciding_node(call: Node) -> Node | None:
-    """The node of the root graph whose output tells whether a model call's answer enters
-    the thread's state, if it may; ``None`` when it cannot (the call is made inside a tool, a
-    nested graph — a subagent —, outside any node, or after its node ended)."""
-    task = call.task
-    if call.top or call.in_tool or task is None or task.ended:
-        return None
-    if str(call.caller).startswith("subagent:"):
-        return None
-    return task
 
 
 def _interrupt_content(run: RunState, interrupts: Sequence[Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Final
 __all__ = [
     "MESSAGE_EVENT_TYPES",
     "MODEL_CALL_EVENT_TYPE",
+    "PARENT_SPAN_KEY",
     "REMOVE_EVENT_TYPE",
     "SUMMARIZATION_EVENT",
     "SUMMARIZE_EVENT_TYPE",
@@ -35,6 +36,10 @@ REMOVE_EVENT_TYPE: Final = "message.remove"
 MESSAGE_EVENT_TYPES: Final = ("message.human", "message.ai", "message.tool")
 #: The event of a model call (its input's ids and digests ride on it).
 MODEL_CALL_EVENT_TYPE: Final = "llm.start"
+#: The metadata key of trace and middleware events naming the LangChain run id of their
+#: nearest traced ancestor: the tool or model call they run inside, else the node of the root
+#: graph, else the root run (see :mod:`journal.event_catalog`).
+PARENT_SPAN_KEY: Final = "parent_span_run_id"
 
 #: The tag of an open family (``middleware:<tag>``, ``custom:<tag>``): letters, digits and
 #: ``_ . - / :``, starting with a letter, digit or ``_``.

@@ -90,6 +90,7 @@ class _Seen(NamedTuple):
 class _LastCall:
     llm_run_id: str
     entries: list[Entry]
+    ids: list[str | None]  # each entry's message id (kept, not rebuilt at every call)
     chain: int  # records since the last whole one
     messages: Sequence[BaseMessage]  # what the call received (its entries' messages)
     contents: list[Any]  # each message's content object then
@@ -125,8 +126,7 @@ def _unchanged_prefix(last: _LastCall, messages: Sequence[BaseMessage], log: lis
     Those get the entries ``last`` recorded: what the full look-up would give them again. A
     conversation that grows passes the whole previous prompt in one pass at C speed.
     """
-    prev, contents = last.messages, last.contents
-    ids = [mid for mid, _ in last.entries]
+    prev, contents, ids = last.messages, last.contents, last.ids
     changed = set(log[last.logged :])
     n = len(prev)
     if n <= len(messages) and n == len(ids):
@@ -249,6 +249,7 @@ class ContextIndex:
         # entries (their digests were taken then): only what follows is looked at
         reused = 0 if last is None else _unchanged_prefix(last, messages, index.log)
         entries: list[Entry] = last.entries[:reused] if last is not None else []
+        ids: list[str | None] = last.ids[:reused] if last is not None else []
         inline: dict[str, Any] = {}
         for message in messages[reused:] if reused else messages:
             mid = message.id
@@ -264,6 +265,7 @@ class ContextIndex:
                     if mid is not None:
                         recent[mid] = known
             entries.append((mid, known.digest))
+            ids.append(mid)
         keep = 0
         if last is not None and last.chain < KEYFRAME_EVERY:
             keep = _common_prefix(last.entries, entries, reused)
@@ -271,10 +273,10 @@ class ContextIndex:
         contents = list(map(_CONTENT, messages))
         if last is None or not keep:
             index.calls[caller] = _LastCall(
-                llm_run_id, entries, 0, messages, contents, len(index.log)
+                llm_run_id, entries, ids, 0, messages, contents, len(index.log)
             )
             return {"messages": listed, "inline": inline}
         index.calls[caller] = _LastCall(
-            llm_run_id, entries, last.chain + 1, messages, contents, len(index.log)
+            llm_run_id, entries, ids, last.chain + 1, messages, contents, len(index.log)
         )
         return {"base": last.llm_run_id, "keep": keep, "messages": listed, "inline": inline}

@@ -135,11 +135,13 @@ class Plain(dict[str, Any]):
 
 def plain(value: Any) -> Any:
     """``to_jsonable(value)``, marked so that a later ``to_jsonable`` does not walk it again."""
-    encoded = to_jsonable(value)
+    # plain data (the usual case) is walked once: its kind is the one to_jsonable would find
+    kind = NOT_PLAIN if type(value) is Plain else plain_kind(value)
+    encoded = value if kind else to_jsonable(value)
     if type(encoded) is not dict:
         return encoded
     marked = Plain(encoded)
-    marked.kind = plain_kind(encoded)
+    marked.kind = kind or plain_kind(encoded)
     return marked
 
 

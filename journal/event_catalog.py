@@ -9,6 +9,17 @@ the trace, message and middleware categories carries ``caller`` (``"agent"``,
 ``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
 ``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node).
 
+Every trace and middleware event's metadata also carries ``parent_span_run_id``
+(``journal.catalog.PARENT_SPAN_KEY``): the LangChain run id of the event's nearest *traced*
+ancestor — the tool call or model call it runs inside (a subagent's calls name the tool call
+that runs the subagent's graph, however deep its nodes are), else the node of the root graph
+it belongs to (the ``model``, ``tools`` or middleware chain run), else the root run. For a
+``llm.*`` or ``tool.*`` event that is the ancestor of the call itself; for ``custom:*`` and
+``middleware:*``, of the run the event happens in (a custom event dispatched inside a tool
+names that tool call). A call's own id is its ``llm_run_id`` / ``tool_run_id``, so the events
+form a tree that parallel calls cannot tangle; readers nest by it (events written before it
+existed lack the key: nest them by order).
+
 lifecycle
   ``run.start``      content ``{"graph", "input": {"kind", "keys", "message_count"} | {"kind":
                      "command", "resume"}}``; metadata ``{"thread_id_source"}``, plus
