@@ -35,6 +35,7 @@ __all__ = [
     "as_str",
     "excerpt",
     "feed",
+    "mark_failed",
     "render_spans",
     "sum_usage",
     "text_of",
@@ -103,6 +104,7 @@ class Span:
     end_seq: int | None = None
     latency_ms: float | None = None
     status: str = "running"
+    failed: bool = False  # a node step the run's ``run.error`` names as the one that raised
     fields: dict[str, Any] = field(default_factory=dict)
 
 
@@ -204,6 +206,17 @@ class SpanTree:
             self._add(span)
 
 
+def mark_failed(tree: SpanTree, error: RunEvent) -> None:
+    """The node step a ``run.error`` names (if it names one) raised: its span is an error,
+    made (at the error) when none of its events had made it."""
+    if as_str(error.metadata.get("langgraph_node")) is None:
+        return  # written before run.error named the node, or no node raised
+    span = tree.spans.get(tree.parent_of(error, "event") or "")
+    if span is not None and span.kind == "node":
+        span.failed = True
+        span.end = span.end or error.created_at
+
+
 def _new(
     event: RunEvent, span_id: str, kind: str, name: str, parent: str, *, in_node: bool = True
 ) -> Span:
@@ -294,7 +307,7 @@ def render_spans(tree: SpanTree, root: Span, ended: bool) -> list[dict[str, Any]
     spans = list(tree.spans.values())
     for span in spans:
         if span.kind in ("node", "subagent"):
-            span.status = "ok"
+            span.status = "error" if span.failed else "ok"
         elif span.end is None and span is not root:
             span.status = "unfinished" if ended else "running"
     # children were created after their parents: a reverse pass spreads extents, usage and

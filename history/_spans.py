@@ -18,8 +18,10 @@ Each span has ``start_ms``/``end_ms`` (milliseconds from the run's start, from `
 ended first), the error, a model call's ``usage`` (the store's rule,
 ``journal._runs.call_usage``: ``total_tokens`` = input + output when the provider reports it
 missing or 0) and short excerpts of arguments and outputs. Node and subagent spans cover their
-children. A response is bounded: at most ``limit`` spans and about
-``max_bytes`` bytes (``truncated``/``size_limited`` say so), from at most ``READ_BUDGET`` events.
+children; a node step the run's ``run.error`` names as the one that raised is an error.
+``errors`` counts each failure once: the error spans with no error span under them. A
+response is bounded: at most ``limit`` spans and about ``max_bytes`` bytes
+(``truncated``/``size_limited`` say so), from at most ``READ_BUDGET`` events.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from history._span_tree import (
     as_str,
     excerpt,
     feed,
+    mark_failed,
     render_spans,
     sum_usage,
     text_of,
@@ -121,6 +124,8 @@ def spans_plan(
     terminal = next((e for e in reversed(lifecycle) if e.event_type in _TERMINAL), None)
     info = as_dict(terminal.content) if terminal is not None else {}
     if terminal is not None:
+        if terminal.event_type == "run.error":
+            mark_failed(tree, terminal)
         root.end, root.end_seq = terminal.created_at, terminal.seq
         root.status = _TERMINAL[terminal.event_type]
         duration = info.get("duration_ms")
@@ -151,8 +156,15 @@ def spans_plan(
         "usage": usage,
         "llm_calls": sum(1 for s in spans if s["kind"] == "model"),
         "tool_calls": sum(1 for s in spans if s["kind"] == "tool"),
-        "errors": sum(1 for s in spans[1:] if s["status"] == "error"),
+        "errors": _failures(spans),
         "spans": spans,
         "truncated": tree.truncated,
         "size_limited": tree.size_limited,
     }
+
+
+def _failures(spans: list[dict[str, Any]]) -> int:
+    """Error spans (the run's own left out) with no error span under them."""
+    failed = [s for s in spans[1:] if s["status"] == "error"]
+    above = {s["parent"] for s in failed}
+    return sum(1 for s in failed if s["id"] not in above)

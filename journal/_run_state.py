@@ -59,6 +59,8 @@ class RunState:
     dropped: int = 0
     interrupted: bool = False
     task_interrupted: bool = False  # a node of the root graph raised an interrupt
+    # attribution of the first node of the root graph that raised (what run.error names)
+    failed_node: dict[str, Any] | None = None
     synced: bool = False  # the journal's order of the state was checked in this run
     finished: bool = False
 

@@ -105,7 +105,8 @@ class RunTracker:
 
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
-        ``run.error``; a node that answered a tool call stops holding later results."""
+        ``run.error`` (whose metadata names the first node step of the root graph that
+        raised); a node that answered a tool call stops holding later results."""
         with self._lock:
             run = self._runs.root(run_id)
             if run is None:
@@ -115,8 +116,11 @@ class RunTracker:
                 if node.top:
                     self._node_over(node, set())
                 bubble = isinstance(error, GraphBubbleUp)
+                cancelled = isinstance(error, _CANCEL_ERRORS)  # e.g. a parallel task's failure
                 if node.top and bubble:
                     node.run.task_interrupted = True  # its step is not applied until resumed
+                elif node.top and node.run.failed_node is None and not cancelled:
+                    node.run.failed_node = {**node.attribution(), PARENT_SPAN_KEY: node.span}
                 # an interrupted call is answered when the run resumes: keep its place
                 if node.tool_call_id is not None and not bubble:
                     self._threads.get(node.run.thread_id).task_failed(node)
@@ -130,7 +134,8 @@ class RunTracker:
                 content = {**run.summary("error"), **cap.error_summary(error)}
                 # out of steps: raised after the last superstep was applied
                 applied = isinstance(error, GraphRecursionError)
-                self._finish_root(run_id, run, "run.error", content, applied=applied)
+                where = run.failed_node or {}  # the node step that raised, if one did
+                self._finish_root(run_id, run, "run.error", content, applied, metadata=where)
 
     def run_interrupted(
         self, run_id: UUID | None, checkpoint_ns: Any, interrupts: Sequence[Any], checkpoint_id: Any
@@ -364,15 +369,17 @@ class RunTracker:
         content: dict[str, Any],
         applied: bool = True,
         state: Any = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         """End a root run; ``applied``: LangGraph applied its last superstep's writes;
-        ``state``: the root's output (the final state of a graph)."""
+        ``state``: the root's output (the final state of a graph); ``metadata``: the terminal
+        event's."""
         self._sink.run_ended(run)
         paused = run.interrupted or event_type == "run.interrupt"
         conversation = self._threads.get(run.thread_id)
         conversation.root_finished(run, applied=applied, paused=paused, state=state)
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
-            self._sink.emit(run, "lifecycle", event_type, content, {})
+            self._sink.emit(run, "lifecycle", event_type, content, metadata or {})
         run.finished = True
         for node in self._runs.end_root(run_id, run):
             self._node_over(node, set())

@@ -34,7 +34,10 @@ lifecycle
                      ``model``); ``message_counts`` maps ``human``/``ai``/``tool`` to the
                      messages this run journaled.
   ``run.error``      the ``run.end`` content with ``status: "error"``, ``error_type``, ``error``.
-                     Once per run (the root's failure), never per nested chain.
+                     Once per run (the root's failure), never per nested chain. When a node
+                     of the root graph raised, the metadata names the first that did, as its
+                     own events would (``caller``, ``langgraph_node``, ``langgraph_step``,
+                     ``parent_span_run_id`` = the node's run id); else it is empty.
   ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
                      (``CancelledError`` / ``KeyboardInterrupt``).
   ``run.interrupt``  the ``run.end`` content with ``status: "interrupted"``, ``interrupts``
