@@ -12,8 +12,9 @@ Guarantees on top of the ``RunEventStore`` contract:
   ``DELETE`` not made by :meth:`delete_thread`, any insert that would not take its thread's
   next seq with a new ``event_id`` (``INSERT OR REPLACE`` / ``REPLACE INTO`` included), and
   any change of ``thread_heads`` that would break seqs, whoever connects to the file.
-* **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
-  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor; a page
+* **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index from the
+  cursor (within the run's seq range for a read by run), or, when its filters exclude traces,
+  the partial index of the thread's other events (what the timeline reads); a page
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
   ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
@@ -43,7 +44,15 @@ from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, transl
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
+from journal.events import (
+    FIXED_EVENT_TYPES,
+    OPEN_FAMILIES,
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+)
 from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
@@ -58,6 +67,22 @@ _MIN_SQLITE: Final = (3, 35, 0)  # RETURNING
 _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
 
 
+def _is_trace_type(event_type: str) -> bool:
+    family, sep, _ = event_type.partition(":")
+    return event_type in FIXED_EVENT_TYPES["trace"] or (
+        bool(sep) and family in OPEN_FAMILIES["trace"]
+    )
+
+
+def _excludes_traces(query: ReadQuery) -> bool:
+    """Whether no trace event can match ``query``'s filters (the catalog ties each event type
+    to one category, and appends check it)."""
+    categories, types = query.filter.category, query.filter.event_type
+    if categories is not None and "trace" not in categories:
+        return True
+    return types is not None and not any(_is_trace_type(t) for t in types)
+
+
 def _where(query: ReadQuery) -> tuple[str, list[Any]]:
     cursors, cursor_params = query.cursor_conditions("seq", "?")
     clauses = ["thread_id = ?", *cursors]
@@ -67,6 +92,14 @@ def _where(query: ReadQuery) -> tuple[str, list[Any]]:
         if values is not None:
             clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
             params.extend(sorted(values))
+    if query.filter.run_id:  # the runs' seq range bounds the walk of (thread_id, seq)
+        run_ids = sorted(query.filter.run_id)
+        runs = f"runs WHERE thread_id = ? AND run_id IN ({', '.join('?' * len(run_ids))})"
+        clauses.append(f"seq >= (SELECT MIN(first_seq) FROM {runs})")
+        clauses.append(f"seq <= (SELECT MAX(last_seq) FROM {runs})")
+        params.extend([query.thread_id, *run_ids, query.thread_id, *run_ids])
+    if _excludes_traces(query):  # the very term of the partial index, so SQLite may use it
+        clauses.append(sql.NOT_TRACE)
     return " WHERE " + " AND ".join(clauses), params
 
 

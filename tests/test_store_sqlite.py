@@ -233,12 +233,15 @@ def _plan(db_path: Path, query: str, params: list[Any]) -> str:
     [
         ({"before_seq": 50, "limit": 10}, "events_thread_seq"),
         ({"after_seq": 50, "limit": 10}, "events_thread_seq"),
-        ({"category": "message", "before_seq": 50, "limit": 10}, "events_thread_"),
-        ({"run_id": "r1", "limit": 10}, "events_thread_"),
+        ({"category": "message", "before_seq": 50, "limit": 10}, "events_thread_story"),
+        ({"event_type": ["message.ai", "middleware:summarize"]}, "events_thread_story"),
+        ({"event_type": ["message.ai", "llm.start"], "limit": 10}, "events_thread_seq"),
+        ({"run_id": "r1", "limit": 10}, "events_thread_seq"),
     ],
 )
 def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], index: str) -> None:
-    """The read query of a page searches a thread index instead of scanning the table."""
+    """The read query of a page searches a thread index instead of scanning the table: the
+    partial index of non-trace events when the filters exclude traces."""
     from journal.sqlite import _where
     from journal.store import ReadQuery
 
@@ -385,6 +388,56 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         assert counts == {"a": 2, "b": 1}
         store.append([ev("a", run_id="r3"), ev("a", run_id="r1")])
         assert {t.thread_id: t.run_count for t in store.list_threads()}["a"] == 3
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    finally:
+        conn.close()
+
+
+def _indexes(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    finally:
+        conn.close()
+    return {name for (name,) in rows if not name.startswith("sqlite_autoindex")}
+
+
+def test_version_4_file_trades_its_read_indexes_for_the_story_index(db_path: Path) -> None:
+    """A file at schema version 4 loses the category and run indexes, gains the partial index
+    of non-trace events, and reads, counts and appends the same as before."""
+    from journal._sqlite_schema import SCHEMA_VERSION
+
+    kinds = [("trace", "llm.end"), ("message", "message.ai"), ("lifecycle", "run.start")]
+    with SqliteEventStore(db_path) as store:
+        for batch in range(3):
+            store.append(
+                [ev(run_id=f"r{(batch + k) % 2}", category=kinds[k % 3][0],
+                    event_type=kinds[k % 3][1]) for k in range(5)]
+            )  # fmt: skip
+        queries: list[dict[str, Any]] = [
+            {"run_id": "r1"},
+            {"category": "message", "before_seq": 12, "limit": 2},
+            {"event_type": ["message.ai", "run.start"], "after_seq": 3},
+        ]
+        before = [store.read("t1", **q) for q in queries]
+    conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 4
+    conn.execute("DROP INDEX events_thread_story")
+    conn.execute("CREATE INDEX events_thread_category_seq ON events (thread_id, category, seq)")
+    conn.execute("CREATE INDEX events_thread_run_seq ON events (thread_id, run_id, seq)")
+    conn.execute("UPDATE schema_version SET version = 4")
+    conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert [store.read("t1", **q) for q in queries] == before
+        assert store.count("t1", run_id="r0") == len(store.read("t1", run_id="r0")) == 8
+        assert seqs(store.append([ev(run_id="r1", category="message",
+                                     event_type="message.ai")])) == [16]  # fmt: skip
+        assert seqs(store.read("t1", run_id="r1", category="message"))[-1] == 16
+    assert _indexes(db_path) == {
+        "events_event_id", "events_thread_seq", "events_thread_story", "thread_heads_recent",
+        "runs_thread_first_seq", "runs_run_id",
+    }  # fmt: skip
     conn = sqlite3.connect(db_path)
     try:
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
