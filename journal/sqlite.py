@@ -41,6 +41,7 @@ from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
+from journal._sqlite_copy import copy_thread
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
@@ -202,6 +203,17 @@ class SqliteEventStore(RunEventStore):
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return self._run("append events", lambda conn: append_events(conn, events))
+
+    def _copy_thread_from(self, source: SqliteEventStore, thread_id: str, end: int) -> int | None:
+        """Copy the ``end`` events of ``thread_id`` from ``source`` in SQL, into this store
+        where the thread is empty; ``None`` (nothing written) when the copy must go page by
+        page (see :mod:`journal._sqlite_copy`)."""
+        return self._run(
+            "copy a thread",
+            lambda conn: copy_thread(
+                conn, source.path, thread_id, end, self.content_caps, self.metadata_cap
+            ),
+        )
 
     def _delete_thread(self, thread_id: str) -> int:
         def delete(conn: sqlite3.Connection) -> int:
