@@ -331,5 +331,18 @@ def dumps_plain(value: Any) -> str:
 
 
 def loads(text: str | bytes) -> Any:
-    """Decode JSON text written by :func:`dumps`."""
+    """Decode JSON text written by :func:`dumps` (or any JSON text): the json module's value.
+
+    orjson reads it when orjson's value re-encodes to the very text, which holds for canonical
+    text without floats in exponent form: then the values agree (orjson reads an int beyond
+    64 bits as a float, which re-encodes differently). Anything else (other text, ``NaN``,
+    lone surrogates, deep nesting…) the json module reads, with its errors.
+    """
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        value = orjson.loads(raw)
+        if orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == raw:
+            return value
+    except (orjson.JSONDecodeError, TypeError):
+        pass
     return json.loads(text)

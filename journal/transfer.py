@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from journal.encoding import dumps
+from journal.encoding import dumps, loads
 from journal.events import NewEvent
 from journal.store import RunEventStore
 
@@ -137,7 +137,7 @@ def import_events(
 
 def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
     try:
-        raw: Any = json.loads(line)
+        raw: Any = loads(line)
     except json.JSONDecodeError as e:
         raise EventLineError(number, f"not JSON ({e.msg} at column {e.colno})") from None
     except (RecursionError, MemoryError, ValueError) as e:  # too deep, too big a number
