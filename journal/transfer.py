@@ -137,7 +137,7 @@ def import_events(
 
 def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
     try:
-        raw: Any = loads(line)
+        raw: Any = loads(line.strip())  # a bare line: the fast reading applies
     except json.JSONDecodeError as e:
         raise EventLineError(number, f"not JSON ({e.msg} at column {e.colno})") from None
     except (RecursionError, MemoryError, ValueError) as e:  # too deep, too big a number
