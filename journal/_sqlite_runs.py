@@ -104,14 +104,13 @@ def _union(old: str, new: str) -> str:
 def keep(conn: sqlite3.Connection, projection: Projection) -> None:
     """Merge a batch's projection into the tables (the head counts the new runs after)."""
     conn.executemany(MERGE_RUN_SQL, [_to_row(fold) for fold in projection.runs.values()])
-    conn.executemany(
-        ADD_USAGE_SQL,
-        [
-            (thread_id, scope, key, *(counts[c] for c in USAGE_COUNTS))
-            for thread_id, buckets in projection.usage().items()
-            for (scope, key), counts in buckets.items()
-        ],
-    )
+    usage = [
+        (thread_id, scope, key, *(counts[c] for c in USAGE_COUNTS))
+        for thread_id, buckets in projection.usage().items()
+        for (scope, key), counts in buckets.items()
+    ]
+    if usage:  # most batches hold no model call's end
+        conn.executemany(ADD_USAGE_SQL, usage)
 
 
 def rebuild(conn: sqlite3.Connection) -> None:

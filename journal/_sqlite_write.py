@@ -61,22 +61,9 @@ class _ThreadBatch:
     def records(self) -> Iterator[tuple[str, RunEvent]]:
         """``(event_id, record)`` of each new event (sharing the input's content objects)."""
         for seq, e in self.numbered():
-            yield (
-                e.event_id,
-                record(
-                    {
-                        "event_id": e.event_id,
-                        "thread_id": e.thread_id,
-                        "run_id": e.run_id,
-                        "category": e.category,
-                        "event_type": e.event_type,
-                        "content": e.content,
-                        "metadata": e.metadata,
-                        "created_at": e.created_at,
-                        "seq": seq,
-                    }
-                ),
-            )
+            values = dict(e.__dict__)  # a NewEvent's fields, exactly
+            values["seq"] = seq
+            yield e.event_id, record(values)
 
 
 def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
