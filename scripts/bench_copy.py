@@ -5,7 +5,10 @@ realistic mix of ``bench_history.py`` (runs of human input, model calls with tra
 and results, summarization markers), exported once as JSON Lines, one file per thread (what
 ``runjournal export`` writes). Each round, into a fresh SQLite file each:
 
-* ``copy_store``: :func:`journal.copy.copy_store` from the source store (pages of 500);
+* ``copy_store``: :func:`journal.copy.copy_store` from the source store (between two SQLite
+  stores a thread new to the target is copied in SQL, whole);
+* ``copy_store from a memory store``: the same events copied from a ``MemoryEventStore``, page
+  by page (pages of 500, each appended: the path of every other pair of backends);
 * ``import``: :func:`journal.transfer.import_events` of the exported files (what
   ``runjournal import`` runs; batches of 500, the file read and parsed inside the timing);
 * raw: ``executemany`` of the same rows, pre-encoded before the timing (canonical JSON text,
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_history import thread_events
 
-from journal import SqliteEventStore
+from journal import MemoryEventStore, SqliteEventStore
 from journal import _sqlite_schema as schema
 from journal._sqlite_rows import to_micros
 from journal.copy import copy_store
@@ -117,6 +120,8 @@ def main() -> None:
             with files[-1].open("w", encoding="utf-8") as out:
                 export_events(source, f"thread-{n}", out)
         rows = encoded_rows(source)
+        memory = MemoryEventStore()
+        copy_store(source, memory)
         counter = iter(range(10**6))
 
         def fresh() -> Path:
@@ -128,6 +133,10 @@ def main() -> None:
             with SqliteEventStore(path) as target:
                 copy_store(source, target, batch_size=BATCH)
 
+        def page_side(path: Path) -> None:
+            with SqliteEventStore(path) as target:
+                copy_store(memory, target, batch_size=BATCH)
+
         def import_side(path: Path) -> None:
             with SqliteEventStore(path) as target:
                 for file in files:
@@ -136,6 +145,7 @@ def main() -> None:
 
         sides: dict[str, Callable[[Path], None]] = {
             "copy_store": copy_side,
+            "copy_store from a memory store": page_side,
             "import": import_side,
             "raw": lambda path: raw_insert(path, rows),
         }
@@ -149,6 +159,7 @@ def main() -> None:
                 if round_no:  # the first round warms up
                     rates[name].append(total / seconds)
         source.close()
+        memory.close()
     medians = {name: statistics.median(values) for name, values in rates.items()}
     print(f"{total:,} events in {THREADS} threads, batches of {BATCH}, medians of {args.rounds}")
     print()
