@@ -107,16 +107,18 @@ def prepare_batch(
         if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
             shrunk, original = fit_content(event.content, cap)
             content = _text(shrunk, NOT_PLAIN)
-        metadata_text = _text(event.metadata, metadata_kind)
         metadata = event.metadata
-        if (
-            len(metadata_text) > metadata_cap // 4
-            and len(metadata_text.encode("utf-8")) > metadata_cap
-        ):
-            metadata = fit_metadata(event.event_type, metadata, metadata_cap)
-        if original is not None:
-            metadata = {**metadata, "truncated": True, "original_bytes": original}
-        if original is not None or metadata is not event.metadata:
+        if original is not None:  # the marks count against the metadata cap too
+            marks = {"truncated": True, "original_bytes": original}
+            metadata = fit_metadata(event.event_type, metadata, metadata_cap, marks)
+        else:
+            metadata_text = _text(metadata, metadata_kind)
+            if (
+                len(metadata_text) > metadata_cap // 4
+                and len(metadata_text.encode("utf-8")) > metadata_cap
+            ):
+                metadata = fit_metadata(event.event_type, metadata, metadata_cap)
+        if metadata is not event.metadata:
             update: dict[str, Any] = {"metadata": metadata}
             if original is not None:
                 update["content"] = shrunk
