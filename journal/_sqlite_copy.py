@@ -9,16 +9,17 @@ the target's triggers check every inserted event as they check any insert.
 
 It declines (returns ``None``, writing nothing) whenever the page-by-page path must decide:
 the target already holds events of the thread (a prefix to check), the source thread is no
-longer ``end`` events long, one of its events is over the target's content or metadata caps
-(the target would cut it), or one of its event ids is stored in the target already.
+longer ``end`` events long, the target's caps would change one of its events (checked by the
+target's own preparation for the few events over a cap), or one of its event ids is stored in
+the target already.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from journal import _sqlite_schema as sql
 from journal._runs import USAGE_COUNTS
@@ -50,9 +51,14 @@ def copy_thread(
     end: int,
     caps: Mapping[str, int],
     metadata_cap: int,
+    unchanged: Callable[[list[tuple[Any, ...]]], bool],
 ) -> int | None:
     """Copy the ``end`` events of ``thread_id`` from the file ``source`` into ``conn``'s
-    database, where the thread must be empty; how many were copied, or ``None`` if declined."""
+    database, where the thread must be empty; how many were copied, or ``None`` if declined.
+
+    ``unchanged(rows)`` says whether the target's preparation leaves the given rows (those over
+    a cap, usually none: an ``llm.start`` whose exact context record is over the metadata cap,
+    or an event stored under bigger caps) exactly as they are stored."""
     conn.execute(f"ATTACH DATABASE ? AS {_SOURCE}", (str(source),))
     try:
         with transaction(conn):
@@ -62,11 +68,11 @@ def copy_thread(
                 f"SELECT last_seq FROM {_SOURCE}.thread_heads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
             over = conn.execute(
-                f"SELECT 1 FROM {_SOURCE}.events WHERE thread_id = ? AND ({_over_caps(caps)}) "
-                "LIMIT 1",
+                f"SELECT {sql.EVENT_COLUMNS} FROM {_SOURCE}.events "
+                f"WHERE thread_id = ? AND ({_over_caps(caps)})",
                 (thread_id, metadata_cap),
-            ).fetchone()
-            if head is None or head[0] != end or over is not None:
+            ).fetchall()
+            if head is None or head[0] != end or not unchanged(over):
                 return None
             copied = conn.execute(
                 f"INSERT INTO main.events ({sql.EVENT_COLUMNS}) SELECT {sql.EVENT_COLUMNS} "

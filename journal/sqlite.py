@@ -39,6 +39,7 @@ from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
+from journal._batch import prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
@@ -211,9 +212,23 @@ class SqliteEventStore(RunEventStore):
         return self._run(
             "copy a thread",
             lambda conn: copy_thread(
-                conn, source.path, thread_id, end, self.content_caps, self.metadata_cap
+                conn,
+                source.path,
+                thread_id,
+                end,
+                self.content_caps,
+                self.metadata_cap,
+                self._prepares_unchanged,
             ),
         )
+
+    def _prepares_unchanged(self, rows: list[tuple[Any, ...]]) -> bool:
+        """Whether this store's caps leave each stored row's content and metadata as stored."""
+        for row in rows:
+            prepared = prepare_batch([row_to_event(row)], self.content_caps, self.metadata_cap)
+            if prepared.texts[0] != (row[6], row[7]):
+                return False
+        return True
 
     def _delete_thread(self, thread_id: str) -> int:
         def delete(conn: sqlite3.Connection) -> int:

@@ -101,6 +101,31 @@ def test_sqlite_copy_into_smaller_caps_is_reported(tmp_path: Path) -> None:
             copy_store(source, small)
 
 
+def test_sqlite_copy_of_a_context_record_over_the_metadata_cap_stays_exact(
+    tmp_path: Path,
+) -> None:
+    """An llm.start whose exact context record is over the metadata cap (never cut) is copied
+    as stored, with the rest of its thread in one piece, and a cut trace content too."""
+    context = {"messages": [{"id": f"m{i}", "digest": "d" * 64} for i in range(1_000)]}
+    with (
+        SqliteEventStore(tmp_path / "source.db") as source,
+        SqliteEventStore(tmp_path / "target.db") as target,
+    ):
+        stored = source.append(
+            [
+                ev(event_type="llm.start", metadata={"context": context, "extra": "x" * 70_000}),
+                ev(content="y" * 40_000),  # cut to the trace cap, then marked
+                *many(3),
+            ]
+        )
+        assert stored[0].metadata["context"] == context
+        assert stored[0].metadata["metadata_truncated"] and stored[1].metadata["truncated"]
+        calls: list[tuple[str, int]] = []
+        copy_store(source, target, batch_size=2, progress=lambda t, n: calls.append((t, n)))
+        assert calls == [("t1", 5)]  # one piece: the SQL path took it
+        assert target.read("t1") == source.read("t1")
+
+
 def test_sqlite_copy_with_an_event_id_stored_elsewhere_writes_nothing_of_it(
     source: SqliteEventStore, tmp_path: Path
 ) -> None:
