@@ -152,6 +152,7 @@ NOT_PLAIN: Final = 0  # the rules change something: encode it with to_jsonable
 PLAIN: Final = 1  # plain JSON without floats or ints beyond 64 bits
 PLAIN_NUMBERS: Final = 2  # plain JSON with floats or big ints (formatted by the json module)
 _INT64_BITS: Final = 63
+_INT64_LIMIT: Final = 2**_INT64_BITS  # |int| below it: at most _INT64_BITS bits
 
 
 def _scalar_kind(value: Any, kind: type) -> int | None:
@@ -193,7 +194,15 @@ def plain_kind(root: Any) -> int:
                     type(key) is not str or not (key.isascii() or _valid_text(key))
                 ):
                     return NOT_PLAIN
-                found = _scalar_kind(item, type(item))
+                item_kind = type(item)
+                if (  # the usual leaves, without a call
+                    (item_kind is str and item.isascii())
+                    or (item_kind is int and -_INT64_LIMIT < item < _INT64_LIMIT)
+                    or item is None
+                    or item_kind is bool
+                ):
+                    continue
+                found = _scalar_kind(item, item_kind)
                 if found is None:
                     stack.append((item, depth + 1))
                 elif found == NOT_PLAIN:
