@@ -86,23 +86,39 @@ def _excludes_traces(query: ReadQuery) -> bool:
 
 
 def _where(query: ReadQuery) -> tuple[str, list[Any]]:
-    cursors, cursor_params = query.cursor_conditions("seq", "?")
-    clauses = ["thread_id = ?", *cursors]
-    params: list[Any] = [query.thread_id, *cursor_params]
+    clauses: list[str] = ["thread_id = ?"]
+    params: list[Any] = [query.thread_id]
+    if query.filter.run_id:  # the runs' seq range bounds the walk of (thread_id, seq)
+        clauses += _run_range(query, params)
+    else:
+        cursors, cursor_params = query.cursor_conditions("seq", "?")
+        clauses += cursors
+        params += cursor_params
     for column in _FILTER_COLUMNS:
         values: frozenset[str] | None = getattr(query.filter, column)
         if values is not None:
             clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
             params.extend(sorted(values))
-    if query.filter.run_id:  # the runs' seq range bounds the walk of (thread_id, seq)
-        run_ids = sorted(query.filter.run_id)
-        runs = f"runs WHERE thread_id = ? AND run_id IN ({', '.join('?' * len(run_ids))})"
-        clauses.append(f"seq >= (SELECT MIN(first_seq) FROM {runs})")
-        clauses.append(f"seq <= (SELECT MAX(last_seq) FROM {runs})")
-        params.extend([query.thread_id, *run_ids, query.thread_id, *run_ids])
     if _excludes_traces(query):  # the very term of the partial index, so SQLite may use it
         clauses.append(sql.NOT_TRACE)
     return " WHERE " + " AND ".join(clauses), params
+
+
+def _run_range(query: ReadQuery, params: list[Any]) -> list[str]:
+    """One lower and one upper bound of seq: the runs' seq range narrowed by the cursors, each
+    a single expression, so SQLite walks the index between them (it takes one bound a side)."""
+    run_ids = sorted(query.filter.run_id or ())
+    runs = f"FROM runs WHERE thread_id = ? AND run_id IN ({', '.join('?' * len(run_ids))})"
+    lower, upper = f"(SELECT MIN(first_seq) {runs})", f"(SELECT MAX(last_seq) {runs})"
+    params += [query.thread_id, *run_ids]
+    if query.after_seq is not None:  # max()/min() of several values: NULL if a run is unknown
+        lower = f"max({lower}, ? + 1)"
+        params.append(query.after_seq)
+    params += [query.thread_id, *run_ids]
+    if query.before_seq is not None:
+        upper = f"min({upper}, ? - 1)"
+        params.append(query.before_seq)
+    return [f"seq >= {lower}", f"seq <= {upper}"]
 
 
 class SqliteEventStore(RunEventStore):

@@ -253,6 +253,48 @@ def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], 
     assert "SCAN events" not in plan
 
 
+def _steps(db_path: Path, query: str, params: list[Any]) -> int:
+    """How many SQLite VM instructions (in thousands) running ``query`` takes."""
+    conn = sqlite3.connect(db_path)
+    counted = [0]
+
+    def tick() -> int:
+        counted[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 1000)
+    try:
+        conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+    return counted[0]
+
+
+@pytest.mark.parametrize(
+    "cursors", [{}, {"after_seq": 0}, {"before_seq": 10**9}, {"after_seq": 0, "before_seq": 10**9}]
+)
+def test_a_read_by_run_walks_only_the_runs_events(db_path: Path, cursors: dict[str, Any]) -> None:
+    """Reading the newest run of a long thread (with or without cursors) costs about what
+    reading the same run of a short thread does: the walk starts at the run's first seq."""
+    from journal.sqlite import _where
+    from journal.store import ReadQuery
+
+    with SqliteEventStore(db_path) as store:
+        store.append([ev("short", run_id="old") for _ in range(20)])
+        store.append([ev("short", run_id="new") for _ in range(30)])
+        for _ in range(6):
+            store.append([ev("long", run_id="old") for _ in range(1000)])
+        store.append([ev("long", run_id="new") for _ in range(30)])
+        assert len(store.read("long", run_id="new", **cursors)) == 30
+    costs = {}
+    for thread in ("short", "long"):
+        query = ReadQuery.of(thread, run_id="new", limit=50, **cursors)
+        where, params = _where(query)
+        order = " ORDER BY seq DESC" if query.newest_first else " ORDER BY seq"
+        costs[thread] = _steps(db_path, f"SELECT * FROM events{where}{order} LIMIT 50", params)
+    assert costs["long"] <= 2 * costs["short"] + 5, costs
+
+
 def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
     """Start a thread that holds the file's write lock for ``seconds``; returns once held."""
     held = threading.Event()
