@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
-from journal.events import NewEvent, RunEvent, prepare_mapping
+from journal.events import NewEvent, RunEvent, construct, prepare_mapping
 from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content, fit_metadata
 
 __all__ = [
@@ -68,6 +68,12 @@ def _text(value: Any, kind: int) -> str:
     return encode_plain(value, kind)
 
 
+def _without_seq(event: RunEvent) -> dict[str, Any]:
+    values = dict(event.__dict__)
+    del values["seq"]
+    return values
+
+
 def prepare_batch(
     events: Iterable[EventLike], content_caps: Mapping[str, int], metadata_cap: int
 ) -> PreparedBatch:
@@ -77,10 +83,12 @@ def prepare_batch(
     prepared = PreparedBatch()
     for index, raw in enumerate(events):
         if isinstance(raw, NewEvent):
-            if type(raw) is not NewEvent:  # a RunEvent (e.g. copied): drop its seq
+            if type(raw) is NewEvent:  # read-only from here: backends copy what they keep,
+                event = raw  # the caps copy below
+            elif type(raw) is RunEvent:  # read back from a store (copied): validated there,
+                event = construct(NewEvent, _without_seq(raw))  # so only its seq goes
+            else:  # a subclass of the caller's: its fields are checked again
                 event = NewEvent(**raw.model_dump(exclude={"seq"}))
-            else:  # read-only from here: backends copy what they keep, caps copy below
-                event = raw
             content_kind, metadata_kind = plain_kind(event.content), NOT_PLAIN
         elif isinstance(raw, Mapping):
             try:
@@ -99,16 +107,18 @@ def prepare_batch(
         if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
             shrunk, original = fit_content(event.content, cap)
             content = _text(shrunk, NOT_PLAIN)
-        metadata_text = _text(event.metadata, metadata_kind)
         metadata = event.metadata
-        if (
-            len(metadata_text) > metadata_cap // 4
-            and len(metadata_text.encode("utf-8")) > metadata_cap
-        ):
-            metadata = fit_metadata(event.event_type, metadata, metadata_cap)
-        if original is not None:
-            metadata = {**metadata, "truncated": True, "original_bytes": original}
-        if original is not None or metadata is not event.metadata:
+        if original is not None:  # the marks count against the metadata cap too
+            marks = {"truncated": True, "original_bytes": original}
+            metadata = fit_metadata(event.event_type, metadata, metadata_cap, marks)
+        else:
+            metadata_text = _text(metadata, metadata_kind)
+            if (
+                len(metadata_text) > metadata_cap // 4
+                and len(metadata_text.encode("utf-8")) > metadata_cap
+            ):
+                metadata = fit_metadata(event.event_type, metadata, metadata_cap)
+        if metadata is not event.metadata:
             update: dict[str, Any] = {"metadata": metadata}
             if original is not None:
                 update["content"] = shrunk

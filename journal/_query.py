@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import functools
 import inspect
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -141,12 +142,15 @@ class ReadQuery:
             if self.before_seq is None
             else bisect.bisect_left(items, self.before_seq, key=seq)
         )
-        window = (
-            list(items[start:stop]) if keep is None else [i for i in items[start:stop] if keep(i)]
-        )
-        if self.limit is None:
-            return window
-        return window[-self.limit :] if self.newest_first else window[: self.limit]
+        # walk from the cursor's side and stop at the limit: a page costs O(page), not O(thread)
+        indexes = range(stop - 1, start - 1, -1) if self.newest_first else range(start, stop)
+        picked = (items[i] for i in indexes)
+        if keep is not None:
+            picked = (item for item in picked if keep(item))
+        window = list(picked if self.limit is None else itertools.islice(picked, self.limit))
+        if self.newest_first:
+            window.reverse()
+        return window
 
 
 #: The hooks that took the query's fields one by one before ``ReadQuery`` existed.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -45,13 +44,13 @@ _SET: Final[dict[str, str | None]] = {
     "union": "CASE WHEN excluded.{c} IN ('[]', runs.{c}) THEN runs.{c} "  # the usual case
     "ELSE runjournal_union(runs.{c}, excluded.{c}) END",
 }
-#: Inserts a batch's fold of a run, or merges it into the stored one. (Not ``RETURNING``
-#: whether it inserted: that costs SQLite more than :data:`RUN_KNOWN_SQL` first.)
+#: Inserts a batch's fold of a run, or merges it into the stored one. (Whether it inserted is
+#: counted by the head's move, :data:`journal._sqlite_schema.MOVE_HEAD_SQL`, in one range
+#: count: cheaper than ``RETURNING`` or a lookup per run.)
 MERGE_RUN_SQL: Final = (
     f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))}) "
     f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)}"
 )
-RUN_KNOWN_SQL: Final = "SELECT 1 FROM runs WHERE thread_id = ? AND run_id = ?"
 #: Adds a batch's counts to a usage bucket.
 ADD_USAGE_SQL: Final = (
     f"INSERT INTO thread_usage (thread_id, scope, key, {', '.join(USAGE_COUNTS)}) "
@@ -102,21 +101,16 @@ def _union(old: str, new: str) -> str:
     return json.dumps(union_models(json.loads(old), json.loads(new)))
 
 
-def keep(conn: sqlite3.Connection, projection: Projection) -> Counter[str]:
-    """Merge a batch's projection into the tables; how many runs are new, per thread."""
-    new_runs: Counter[str] = Counter()
-    for thread_id, run_id in projection.runs:
-        new_runs[thread_id] += conn.execute(RUN_KNOWN_SQL, (thread_id, run_id)).fetchone() is None
+def keep(conn: sqlite3.Connection, projection: Projection) -> None:
+    """Merge a batch's projection into the tables (the head counts the new runs after)."""
     conn.executemany(MERGE_RUN_SQL, [_to_row(fold) for fold in projection.runs.values()])
-    conn.executemany(
-        ADD_USAGE_SQL,
-        [
-            (thread_id, scope, key, *(counts[c] for c in USAGE_COUNTS))
-            for thread_id, buckets in projection.usage().items()
-            for (scope, key), counts in buckets.items()
-        ],
-    )
-    return new_runs
+    usage = [
+        (thread_id, scope, key, *(counts[c] for c in USAGE_COUNTS))
+        for thread_id, buckets in projection.usage().items()
+        for (scope, key), counts in buckets.items()
+    ]
+    if usage:  # most batches hold no model call's end
+        conn.executemany(ADD_USAGE_SQL, usage)
 
 
 def rebuild(conn: sqlite3.Connection) -> None:

@@ -30,6 +30,11 @@ same transaction (:mod:`journal._sqlite_runs`): ``runs``, one row per ``(thread_
 finds a run by id alone), and ``thread_usage``, a thread's token usage in buckets ``(scope,
 key)``: the total, each model, each caller. Both go only with their thread, and a database
 older than :data:`RUNS_SINCE` has them filled from its events after migrating.
+
+Version 5 keeps fewer B-trees on the write path: the ``(thread_id, category, seq)`` and
+``(thread_id, run_id, seq)`` indexes go; ``events_thread_story``, a partial ``(thread_id, seq)``
+index of the events that are not traces, serves category reads and the timeline, and a read
+by run walks ``(thread_id, seq)`` within the seq range ``runs`` keeps for it.
 """
 
 from __future__ import annotations
@@ -50,10 +55,13 @@ __all__ = [
     "LAST_SEQ_SQL",
     "LIST_THREADS_SQL",
     "MIGRATIONS",
+    "MOVE_HEAD_SQL",
+    "NOT_TRACE",
     "REVOKE_DELETE_SQL",
     "RUNS_SINCE",
     "SCHEMA_VERSION",
     "SELECT_EVENTS_SQL",
+    "STORY_INDEX",
     "migrate",
     "read_version",
 ]
@@ -192,8 +200,28 @@ def _v4(db: Database) -> None:
         db.execute(statement)
 
 
+#: The events that are not traces (lifecycle, messages, middleware): what the timeline, the
+#: message reads and the marker scans ask for, a small part of a thread. A read uses
+#: :data:`STORY_INDEX` only when its WHERE clause has this very term (SQLite's rule for
+#: partial indexes), which :func:`journal.sqlite._where` adds whenever its filters exclude
+#: traces.
+NOT_TRACE: Final = "category <> 'trace'"
+STORY_INDEX: Final = "events_thread_story"
+
+
+def _v5(db: Database) -> None:
+    # Every index is a B-tree each append writes. Reads by run now take the run's seq range
+    # from ``runs`` and walk (thread_id, seq); reads by category or of the timeline's types
+    # walk a partial index of the non-trace events, which most appended events (traces) skip.
+    db.execute("DROP INDEX IF EXISTS events_thread_run_seq")
+    db.execute("DROP INDEX IF EXISTS events_thread_category_seq")
+    db.execute(
+        f"CREATE INDEX IF NOT EXISTS {STORY_INDEX} ON events (thread_id, seq) WHERE {NOT_TRACE}"
+    )
+
+
 #: Append-only; index + 1 is the schema version the migration produces.
-MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3, _v4)
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 #: A database migrated from a version below this one gets its ``runs`` and ``thread_usage``
 #: rebuilt from its events (raise it with a migration that changes what they hold).
@@ -232,6 +260,18 @@ LAST_SEQ_SQL: Final = "SELECT last_seq FROM thread_heads WHERE thread_id = ?"
 BUMP_HEAD_SQL: Final = (
     "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at, run_count) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
+    "run_count = run_count + excluded.run_count"
+)
+#: Parameters: thread_id, the thread's new last seq, created_at of the first and of the last
+#: new event, the thread's last seq before the batch. :data:`BUMP_HEAD_SQL` with the count of
+#: new runs taken from ``runs`` once the batch's runs are merged in: a run is new exactly when
+#: its first seq is above the old head (an older run keeps its first seq).
+MOVE_HEAD_SQL: Final = (
+    "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at, run_count) "
+    "VALUES (?1, ?2, ?3, ?4, "
+    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5)) "
+    "ON CONFLICT (thread_id) DO UPDATE SET "
     "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
     "run_count = run_count + excluded.run_count"
 )

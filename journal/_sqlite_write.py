@@ -41,7 +41,6 @@ class _ThreadBatch:
 
     base: int
     items: list[_Encoded] = field(default_factory=list)
-    new_runs: int = 0  # runs the thread did not have before this batch
 
     def numbered(self) -> Iterator[tuple[int, NewEvent]]:
         """``(seq, event)`` of each new event, in seq order."""
@@ -55,29 +54,16 @@ class _ThreadBatch:
                    content, metadata, at)  # fmt: skip
 
     def head_params(self, thread_id: str) -> tuple[Any, ...]:
-        """The ``BUMP_HEAD_SQL`` parameters once the events are inserted."""
+        """The ``MOVE_HEAD_SQL`` parameters once the events are inserted."""
         last = self.base + len(self.items)
-        return (thread_id, last, self.items[0].at, self.items[-1].at, self.new_runs)
+        return (thread_id, last, self.items[0].at, self.items[-1].at, self.base)
 
     def records(self) -> Iterator[tuple[str, RunEvent]]:
         """``(event_id, record)`` of each new event (sharing the input's content objects)."""
         for seq, e in self.numbered():
-            yield (
-                e.event_id,
-                record(
-                    {
-                        "event_id": e.event_id,
-                        "thread_id": e.thread_id,
-                        "run_id": e.run_id,
-                        "category": e.category,
-                        "event_type": e.event_type,
-                        "content": e.content,
-                        "metadata": e.metadata,
-                        "created_at": e.created_at,
-                        "seq": seq,
-                    }
-                ),
-            )
+            values = dict(e.__dict__)  # a NewEvent's fields, exactly
+            values["seq"] = seq
+            yield e.event_id, record(values)
 
 
 def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
@@ -113,13 +99,12 @@ def _write(
                 row = conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone()
                 batches[thread] = _ThreadBatch(base=row[0] if row else 0)
             batches[thread].items.append(item)
-        new_runs = runs.keep(conn, project(p for b in batches.values() for p in b.numbered()))
+        runs.keep(conn, project(p for b in batches.values() for p in b.numbered()))
         conn.executemany(
             sql.INSERT_EVENT_SQL, [row for batch in batches.values() for row in batch.rows()]
         )
         for thread, batch in batches.items():  # the head follows the events it counts
-            batch.new_runs = new_runs[thread]
-            conn.execute(sql.BUMP_HEAD_SQL, batch.head_params(thread))
+            conn.execute(sql.MOVE_HEAD_SQL, batch.head_params(thread))
     for batch in batches.values():
         known.update(batch.records())
     return records_in_order([item.event for item in encoded], known)

@@ -13,7 +13,9 @@ Guarantees:
   :class:`CopyConflictError` naming the thread and the seq; nothing is overwritten.
 
 Any two backends work (memory, SQLite, PostgreSQL); events travel in pages of ``batch_size``,
-each appended as one all-or-nothing batch.
+each appended as one all-or-nothing batch. Between two SQLite stores a thread new to the
+target is copied in SQL instead, whole, in one transaction (its rows as the source stored
+them; ``progress`` is then called once for the thread).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from journal._logging import get_logger
 from journal.errors import CopyConflictError
 from journal.events import RunEvent, validate_id
+from journal.sqlite import SqliteEventStore
 from journal.store import RunEventStore
 
 __all__ = ["CopyConflictError", "CopySummary", "ProgressCallback", "copy_store"]
@@ -108,6 +111,13 @@ def _copy_thread(
 ) -> tuple[int, int]:
     """Copy one thread; return (events appended, events already present)."""
     end = source.last_seq(thread_id)  # a fixed end: later source writes wait for a re-run
+    if end and isinstance(source, SqliteEventStore) and isinstance(target, SqliteEventStore):
+        copied = target._copy_thread_from(source, thread_id, end)  # a whole thread, in SQL
+        if copied is not None:
+            if progress is not None:
+                progress(thread_id, copied)
+            log.debug("thread_copied", thread_id=thread_id, count=copied, already_present=0)
+            return copied, 0
     present = _check_prefix(source, target, thread_id, end, batch_size, progress)
     copied = 0
     while present + copied < end:

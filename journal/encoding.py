@@ -154,6 +154,7 @@ NOT_PLAIN: Final = 0  # the rules change something: encode it with to_jsonable
 PLAIN: Final = 1  # plain JSON without floats or ints beyond 64 bits
 PLAIN_NUMBERS: Final = 2  # plain JSON with floats or big ints (formatted by the json module)
 _INT64_BITS: Final = 63
+_INT64_LIMIT: Final = 2**_INT64_BITS  # |int| below it: at most _INT64_BITS bits
 
 
 def _scalar_kind(value: Any, kind: type) -> int | None:
@@ -195,7 +196,15 @@ def plain_kind(root: Any) -> int:
                     type(key) is not str or not (key.isascii() or _valid_text(key))
                 ):
                     return NOT_PLAIN
-                found = _scalar_kind(item, type(item))
+                item_kind = type(item)
+                if (  # the usual leaves, without a call
+                    (item_kind is str and item.isascii())
+                    or (item_kind is int and -_INT64_LIMIT < item < _INT64_LIMIT)
+                    or item is None
+                    or item_kind is bool
+                ):
+                    continue
+                found = _scalar_kind(item, item_kind)
                 if found is None:
                     stack.append((item, depth + 1))
                 elif found == NOT_PLAIN:
@@ -333,5 +342,18 @@ def dumps_plain(value: Any) -> str:
 
 
 def loads(text: str | bytes) -> Any:
-    """Decode JSON text written by :func:`dumps`."""
+    """Decode JSON text written by :func:`dumps` (or any JSON text): the json module's value.
+
+    orjson reads it when orjson's value re-encodes to the very text, which holds for canonical
+    text without floats in exponent form: then the values agree (orjson reads an int beyond
+    64 bits as a float, which re-encodes differently). Anything else (other text, ``NaN``,
+    lone surrogates, deep nesting…) the json module reads, with its errors.
+    """
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        value = orjson.loads(raw)
+        if orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == raw:
+            return value
+    except (orjson.JSONDecodeError, TypeError):
+        pass
     return json.loads(text)

@@ -6,15 +6,47 @@ of first seq, indexed by run id, and usage buckets per thread.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from journal._runs import Buckets, RunFold, add_buckets, by_first_seq, project, thread_usage
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
+from journal.events import (
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+    construct,
+)
 from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["MemoryEventStore"]
+
+_IMMUTABLE: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_value(value: Any) -> Any:
+    """A deep copy of JSON data (dicts and lists are rebuilt, scalars shared), much cheaper
+    than ``copy.deepcopy``; anything else (never in a validated event) by ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_value(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_value(item) for item in value]
+    return value if kind in _IMMUTABLE else copy.deepcopy(value)
+
+
+def _copy(event: NewEvent, seq: int) -> RunEvent:
+    """A stored record of ``event`` at ``seq``, sharing no mutable value with it (its fields
+    are valid already: it was prepared or stored)."""
+    values = dict(event.__dict__)
+    values["content"] = _copy_value(values["content"])
+    values["metadata"] = _copy_value(values["metadata"])
+    values["seq"] = seq
+    return construct(RunEvent, values)
 
 
 class MemoryEventStore(RunEventStore):
@@ -47,7 +79,7 @@ class MemoryEventStore(RunEventStore):
                 thread = event.thread_id
                 seq = heads.get(thread, len(self._threads.get(thread, ()))) + 1
                 heads[thread] = seq
-                record = RunEvent(**event.model_dump(), seq=seq)
+                record = _copy(event, seq)
                 staged[event.event_id] = record
                 result.append(record)
             projection = project((r.seq, r) for r in staged.values())
@@ -64,13 +96,13 @@ class MemoryEventStore(RunEventStore):
                     stored.merge(fold)
             for thread, buckets in projection.usage().items():
                 add_buckets(self._usage.setdefault(thread, {}), buckets)
-            return [r.model_copy(deep=True) for r in result]
+            return [_copy(r, r.seq) for r in result]
 
     def _read(self, query: ReadQuery) -> list[RunEvent]:
         with self._lock:
             events = self._threads.get(query.thread_id, [])
             window = query.window(events, _seq, query.filter.matches)
-            return [e.model_copy(deep=True) for e in window]
+            return [_copy(e, e.seq) for e in window]
 
     def _last_seq(self, thread_id: str) -> int:
         with self._lock:

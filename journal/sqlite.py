@@ -12,8 +12,9 @@ Guarantees on top of the ``RunEventStore`` contract:
   ``DELETE`` not made by :meth:`delete_thread`, any insert that would not take its thread's
   next seq with a new ``event_id`` (``INSERT OR REPLACE`` / ``REPLACE INTO`` included), and
   any change of ``thread_heads`` that would break seqs, whoever connects to the file.
-* **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index (or the
-  ``(thread_id, category, seq)`` / ``(thread_id, run_id, seq)`` ones) from the cursor; a page
+* **Page reads cost O(page).** Every read walks the ``(thread_id, seq)`` index from the
+  cursor (within the run's seq range for a read by run), or, when its filters exclude traces,
+  the partial index of the thread's other events (what the timeline reads); a page
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
   ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
@@ -38,12 +39,22 @@ from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
+from journal._batch import prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
+from journal._sqlite_copy import copy_thread
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage
+from journal.events import (
+    FIXED_EVENT_TYPES,
+    OPEN_FAMILIES,
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+)
 from journal.store import ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
@@ -58,16 +69,56 @@ _MIN_SQLITE: Final = (3, 35, 0)  # RETURNING
 _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
 
 
+def _is_trace_type(event_type: str) -> bool:
+    family, sep, _ = event_type.partition(":")
+    return event_type in FIXED_EVENT_TYPES["trace"] or (
+        bool(sep) and family in OPEN_FAMILIES["trace"]
+    )
+
+
+def _excludes_traces(query: ReadQuery) -> bool:
+    """Whether no trace event can match ``query``'s filters (the catalog ties each event type
+    to one category, and appends check it)."""
+    categories, types = query.filter.category, query.filter.event_type
+    if categories is not None and "trace" not in categories:
+        return True
+    return types is not None and not any(_is_trace_type(t) for t in types)
+
+
 def _where(query: ReadQuery) -> tuple[str, list[Any]]:
-    cursors, cursor_params = query.cursor_conditions("seq", "?")
-    clauses = ["thread_id = ?", *cursors]
-    params: list[Any] = [query.thread_id, *cursor_params]
+    clauses: list[str] = ["thread_id = ?"]
+    params: list[Any] = [query.thread_id]
+    if query.filter.run_id:  # the runs' seq range bounds the walk of (thread_id, seq)
+        clauses += _run_range(query, params)
+    else:
+        cursors, cursor_params = query.cursor_conditions("seq", "?")
+        clauses += cursors
+        params += cursor_params
     for column in _FILTER_COLUMNS:
         values: frozenset[str] | None = getattr(query.filter, column)
         if values is not None:
             clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
             params.extend(sorted(values))
+    if _excludes_traces(query):  # the very term of the partial index, so SQLite may use it
+        clauses.append(sql.NOT_TRACE)
     return " WHERE " + " AND ".join(clauses), params
+
+
+def _run_range(query: ReadQuery, params: list[Any]) -> list[str]:
+    """One lower and one upper bound of seq: the runs' seq range narrowed by the cursors, each
+    a single expression, so SQLite walks the index between them (it takes one bound a side)."""
+    run_ids = sorted(query.filter.run_id or ())
+    runs = f"FROM runs WHERE thread_id = ? AND run_id IN ({', '.join('?' * len(run_ids))})"
+    lower, upper = f"(SELECT MIN(first_seq) {runs})", f"(SELECT MAX(last_seq) {runs})"
+    params += [query.thread_id, *run_ids]
+    if query.after_seq is not None:  # max()/min() of several values: NULL if a run is unknown
+        lower = f"max({lower}, ? + 1)"
+        params.append(query.after_seq)
+    params += [query.thread_id, *run_ids]
+    if query.before_seq is not None:
+        upper = f"min({upper}, ? - 1)"
+        params.append(query.before_seq)
+    return [f"seq >= {lower}", f"seq <= {upper}"]
 
 
 class SqliteEventStore(RunEventStore):
@@ -169,6 +220,31 @@ class SqliteEventStore(RunEventStore):
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return self._run("append events", lambda conn: append_events(conn, events))
+
+    def _copy_thread_from(self, source: SqliteEventStore, thread_id: str, end: int) -> int | None:
+        """Copy the ``end`` events of ``thread_id`` from ``source`` in SQL, into this store
+        where the thread is empty; ``None`` (nothing written) when the copy must go page by
+        page (see :mod:`journal._sqlite_copy`)."""
+        return self._run(
+            "copy a thread",
+            lambda conn: copy_thread(
+                conn,
+                source.path,
+                thread_id,
+                end,
+                self.content_caps,
+                self.metadata_cap,
+                self._prepares_unchanged,
+            ),
+        )
+
+    def _prepares_unchanged(self, rows: list[tuple[Any, ...]]) -> bool:
+        """Whether this store's caps leave each stored row's content and metadata as stored."""
+        for row in rows:
+            prepared = prepare_batch([row_to_event(row)], self.content_caps, self.metadata_cap)
+            if prepared.texts[0] != (row[6], row[7]):
+                return False
+        return True
 
     def _delete_thread(self, thread_id: str) -> int:
         def delete(conn: sqlite3.Connection) -> int:

@@ -138,22 +138,33 @@ def fit_content(content: Any, cap: int) -> tuple[Any, int | None]:
     return best, size
 
 
-def fit_metadata(event_type: str, metadata: dict[str, Any], cap: int) -> dict[str, Any]:
-    """``metadata`` as is if it fits ``cap`` bytes, else shrunk by the content rule and marked.
+def fit_metadata(
+    event_type: str, metadata: dict[str, Any], cap: int, marks: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``metadata`` with ``marks`` (a cut content's, say) as is if they fit ``cap`` bytes,
+    else shrunk by the content rule and marked, so that the result, marks included, fits.
 
     The exact record of ``EXACT_METADATA`` (an ``llm.start`` ``context``) is neither counted
-    nor cut.
+    nor cut. The result fits, so it is its own result: metadata fitted once is never cut again
+    (a stored record appended again, copied or imported, keeps its metadata).
     """
+    extra = dict(marks or {})
     exempt = EXACT_METADATA.get(event_type)
-    rest = metadata
+    rest = {**metadata, **extra}
     if exempt is not None and exempt in metadata:
-        rest = {k: v for k, v in metadata.items() if k != exempt}
-    fitted, original = fit_content(rest, cap)
-    if original is None:
-        return metadata
+        rest = {k: v for k, v in rest.items() if k != exempt}
+    if _surely_fits(rest, cap) or len(dumps(rest).encode("utf-8")) <= cap:
+        return {**metadata, **extra} if extra else metadata
+    own = {**extra, "metadata_truncated": True, "metadata_original_bytes": 0}
+    reserve = len(dumps(own).encode("utf-8")) + 20  # the byte count's digits, a comma
+    plain = {k: v for k, v in rest.items() if k not in extra}
+    fitted, original = fit_content(plain, max(cap - reserve, 0))
     out = dict(fitted)
-    if rest is not metadata:
-        out[exempt] = metadata[exempt]  # type: ignore[index]
+    if exempt is not None and exempt in metadata:
+        out[exempt] = metadata[exempt]
     out["metadata_truncated"] = True
-    out["metadata_original_bytes"] = original
+    out["metadata_original_bytes"] = (
+        original if original is not None else len(dumps(plain).encode("utf-8"))
+    )
+    out.update(extra)
     return out

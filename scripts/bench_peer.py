@@ -7,8 +7,9 @@ input, fully validated; ids made by the store). Peer: ``SQLiteApplicationRecorde
 of ``StoredEvent`` objects whose state is the same payload, JSON-encoded inside the timing (as
 its mapper would), one aggregate per thread. Batches of 100 events (one transaction each) and
 single-event appends; events/s are medians of ``--rounds`` rounds, and the ratio ours/peer.
-A third side shows what bounds ours: raw ``executemany`` of pre-encoded rows (and the head
-bump) into our own schema, its append-only guards included — no validation, no encoding.
+A third side shows what bounds ours: raw ``executemany`` of rows encoded (ids included)
+before the timing, and the head's move, into our own schema, its append-only guards
+included — no validation, no encoding, no runs or usage kept.
 
 With ``--postgres``, the same batches against a throw-away PostgreSQL 15 cluster started here
 (``tests/postgres_server.py``; test settings, ``fsync=off``), ours ``PostgresEventStore`` and the
@@ -107,20 +108,24 @@ def peer_on(recorder: Any) -> Callable[[int, int], None]:
     return append
 
 
-def raw(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+def raw(
+    path: Path, synchronous: str, total: int
+) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """Rows of the first ``total`` payloads, encoded with their ids before any timing."""
     SqliteEventStore(path, synchronous=synchronous).close()  # the schema, triggers included
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     threads = [f"thread-{n}" for n in range(8)]
     heads = dict.fromkeys(threads, 0)
-    texts = {}
+    texts = [json.dumps(payload(i)) for i in range(total)]
+    ids = [new_event_id() for _ in range(total)]
 
     def append(start: int, count: int) -> None:
         thread = threads[start % len(threads)]
         first = heads[thread]
         rows = [
-            (new_event_id(), thread, first + k + 1, "run-1", "trace", "llm.end",
-             texts.setdefault(start + k, json.dumps(payload(start + k))), "{}", 0)
+            (ids[start + k], thread, first + k + 1, "run-1", "trace", "llm.end",
+             texts[start + k], "{}", 0)
             for k in range(count)
         ]  # fmt: skip
         conn.execute("BEGIN IMMEDIATE")
@@ -229,7 +234,11 @@ def main() -> None:
                 sides = {
                     "ours": ours(Path(tmp) / f"ours-{synchronous}-{batch}.db", synchronous),
                     "peer": peer(Path(tmp) / f"peer-{synchronous}-{batch}.db", synchronous),
-                    "raw": raw(Path(tmp) / f"raw-{synchronous}-{batch}.db", synchronous),
+                    "raw": raw(
+                        Path(tmp) / f"raw-{synchronous}-{batch}.db",
+                        synchronous,
+                        (args.rounds + 1) * events,
+                    ),
                 }
                 got = compare(sides, args.rounds, events, batch)
                 ours_rate, peer_rate, raw_rate = got["ours"], got["peer"], got["raw"]

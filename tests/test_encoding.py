@@ -184,6 +184,32 @@ def test_any_value_encodes_to_valid_stable_json(value: Any) -> None:
     assert dumps(parsed) == text
 
 
+_raw_json = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.integers(-(2**80), 2**80)
+    | st.text(st.sampled_from("a é😀\ud800\udc00\"\\\n")) | st.floats(1e-310, 1e-300),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_raw_json, st.booleans(), st.booleans())
+def test_loads_reads_any_json_text_as_the_json_module_does(
+    value: Any, ascii_only: bool, as_bytes: bool
+) -> None:
+    """loads (orjson when it agrees) gives exactly the json module's value for any JSON text,
+    big ints, subnormal floats, NaN, lone surrogates and duplicate keys included."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    for variant in (text, dumps(value), '{"k": 1, "k": ' + text + "}"):
+        try:
+            data: str | bytes = variant.encode("utf-8") if as_bytes else variant
+        except UnicodeEncodeError:  # a lone surrogate written raw: str only
+            data = variant
+        assert repr(loads(data)) == repr(json.loads(data))
+
+
 def test_ints_too_long_for_decimal_text_become_hex() -> None:
     """An int beyond the interpreter's digit limit becomes {$int: hex}; others stay ints."""
     big = 10**5000

@@ -277,6 +277,7 @@ def test_generated_event_ids_are_time_ordered_uuid7() -> None:
     later = new_event_id()
     parsed = [uuid.UUID(i) for i in first]
     assert all(p.version == 7 and p.variant == uuid.RFC_4122 for p in parsed)
+    assert [str(p) for p in parsed] == first  # the canonical lowercase 8-4-4-4-12 form
     assert len(set(first)) == len(first)
     assert max(first) < later
     assert NewEvent(thread_id="t", run_id="r", category="trace", event_type="llm.end").event_id

@@ -233,12 +233,15 @@ def _plan(db_path: Path, query: str, params: list[Any]) -> str:
     [
         ({"before_seq": 50, "limit": 10}, "events_thread_seq"),
         ({"after_seq": 50, "limit": 10}, "events_thread_seq"),
-        ({"category": "message", "before_seq": 50, "limit": 10}, "events_thread_"),
-        ({"run_id": "r1", "limit": 10}, "events_thread_"),
+        ({"category": "message", "before_seq": 50, "limit": 10}, "events_thread_story"),
+        ({"event_type": ["message.ai", "middleware:summarize"]}, "events_thread_story"),
+        ({"event_type": ["message.ai", "llm.start"], "limit": 10}, "events_thread_seq"),
+        ({"run_id": "r1", "limit": 10}, "events_thread_seq"),
     ],
 )
 def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], index: str) -> None:
-    """The read query of a page searches a thread index instead of scanning the table."""
+    """The read query of a page searches a thread index instead of scanning the table: the
+    partial index of non-trace events when the filters exclude traces."""
     from journal.sqlite import _where
     from journal.store import ReadQuery
 
@@ -248,6 +251,48 @@ def test_page_reads_search_an_index(db_path: Path, read_kwargs: dict[str, Any], 
     plan = _plan(db_path, "SELECT * FROM events" + where + " ORDER BY seq DESC LIMIT 10", params)
     assert "SEARCH events USING INDEX " + index in plan
     assert "SCAN events" not in plan
+
+
+def _steps(db_path: Path, query: str, params: list[Any]) -> int:
+    """How many SQLite VM instructions (in thousands) running ``query`` takes."""
+    conn = sqlite3.connect(db_path)
+    counted = [0]
+
+    def tick() -> int:
+        counted[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 1000)
+    try:
+        conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+    return counted[0]
+
+
+@pytest.mark.parametrize(
+    "cursors", [{}, {"after_seq": 0}, {"before_seq": 10**9}, {"after_seq": 0, "before_seq": 10**9}]
+)
+def test_a_read_by_run_walks_only_the_runs_events(db_path: Path, cursors: dict[str, Any]) -> None:
+    """Reading the newest run of a long thread (with or without cursors) costs about what
+    reading the same run of a short thread does: the walk starts at the run's first seq."""
+    from journal.sqlite import _where
+    from journal.store import ReadQuery
+
+    with SqliteEventStore(db_path) as store:
+        store.append([ev("short", run_id="old") for _ in range(20)])
+        store.append([ev("short", run_id="new") for _ in range(30)])
+        for _ in range(6):
+            store.append([ev("long", run_id="old") for _ in range(1000)])
+        store.append([ev("long", run_id="new") for _ in range(30)])
+        assert len(store.read("long", run_id="new", **cursors)) == 30
+    costs = {}
+    for thread in ("short", "long"):
+        query = ReadQuery.of(thread, run_id="new", limit=50, **cursors)
+        where, params = _where(query)
+        order = " ORDER BY seq DESC" if query.newest_first else " ORDER BY seq"
+        costs[thread] = _steps(db_path, f"SELECT * FROM events{where}{order} LIMIT 50", params)
+    assert costs["long"] <= 2 * costs["short"] + 5, costs
 
 
 def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
@@ -385,6 +430,56 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         assert counts == {"a": 2, "b": 1}
         store.append([ev("a", run_id="r3"), ev("a", run_id="r1")])
         assert {t.thread_id: t.run_count for t in store.list_threads()}["a"] == 3
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    finally:
+        conn.close()
+
+
+def _indexes(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    finally:
+        conn.close()
+    return {name for (name,) in rows if not name.startswith("sqlite_autoindex")}
+
+
+def test_version_4_file_trades_its_read_indexes_for_the_story_index(db_path: Path) -> None:
+    """A file at schema version 4 loses the category and run indexes, gains the partial index
+    of non-trace events, and reads, counts and appends the same as before."""
+    from journal._sqlite_schema import SCHEMA_VERSION
+
+    kinds = [("trace", "llm.end"), ("message", "message.ai"), ("lifecycle", "run.start")]
+    with SqliteEventStore(db_path) as store:
+        for batch in range(3):
+            store.append(
+                [ev(run_id=f"r{(batch + k) % 2}", category=kinds[k % 3][0],
+                    event_type=kinds[k % 3][1]) for k in range(5)]
+            )  # fmt: skip
+        queries: list[dict[str, Any]] = [
+            {"run_id": "r1"},
+            {"category": "message", "before_seq": 12, "limit": 2},
+            {"event_type": ["message.ai", "run.start"], "after_seq": 3},
+        ]
+        before = [store.read("t1", **q) for q in queries]
+    conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 4
+    conn.execute("DROP INDEX events_thread_story")
+    conn.execute("CREATE INDEX events_thread_category_seq ON events (thread_id, category, seq)")
+    conn.execute("CREATE INDEX events_thread_run_seq ON events (thread_id, run_id, seq)")
+    conn.execute("UPDATE schema_version SET version = 4")
+    conn.close()
+    with SqliteEventStore(db_path) as store:
+        assert [store.read("t1", **q) for q in queries] == before
+        assert store.count("t1", run_id="r0") == len(store.read("t1", run_id="r0")) == 8
+        assert seqs(store.append([ev(run_id="r1", category="message",
+                                     event_type="message.ai")])) == [16]  # fmt: skip
+        assert seqs(store.read("t1", run_id="r1", category="message"))[-1] == 16
+    assert _indexes(db_path) == {
+        "events_event_id", "events_thread_seq", "events_thread_story", "thread_heads_recent",
+        "runs_thread_first_seq", "runs_run_id",
+    }  # fmt: skip
     conn = sqlite3.connect(db_path)
     try:
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)

@@ -128,6 +128,49 @@ class ReadContract(ContractBase):
         assert seqs(mixed.read("t1", run_id=("r1", "r2"))) == [1, 2, 3, 4, 5, 6]
         assert mixed.count("t1", run_id="r2") == 2
 
+    def test_filters_over_interleaved_runs_and_batches(self, store: RunEventStore) -> None:
+        """Run, category and type filters find exactly the matching events when runs of a
+        thread interleave across batches and another thread holds a run of the same id."""
+        kinds = [("trace", "llm.end"), ("message", "message.ai"), ("lifecycle", "run.start"),
+                 ("trace", "custom:x"), ("middleware", "middleware:summarize")]  # fmt: skip
+        written = []
+        for batch in range(4):
+            events = [
+                ev(
+                    "t1",
+                    run_id=f"r{(batch + k) % 3}",
+                    category=kinds[k % 5][0],
+                    event_type=kinds[k % 5][1],
+                )
+                for k in range(7)
+            ]
+            written += store.append([*events, ev("t2", run_id="r1")])
+        mine = [e for e in written if e.thread_id == "t1"]
+        for runs in (["r1"], ["r0", "r2"], ["nobody"], ["r1", "nobody"]):
+            want = [e.seq for e in mine if e.run_id in runs]
+            assert seqs(store.read("t1", run_id=runs)) == want
+            assert store.count("t1", run_id=runs) == len(want)
+            assert (
+                seqs(store.read("t1", run_id=runs, before_seq=20, limit=3))
+                == [s for s in want if s < 20][-3:]
+            )
+            assert (
+                seqs(store.read("t1", run_id=runs, after_seq=5, limit=4))
+                == [s for s in want if s > 5][:4]
+            )
+        story = ["message.ai", "middleware:summarize", "message.human"]
+        assert (
+            seqs(store.read("t1", event_type=story, before_seq=25, limit=4))
+            == [e.seq for e in mine if e.event_type in story and e.seq < 25][-4:]
+        )
+        assert seqs(store.read("t1", category=["lifecycle", "message"], after_seq=3)) == [
+            e.seq for e in mine if e.category in ("lifecycle", "message") and e.seq > 3
+        ]
+        assert (
+            seqs(store.read("t1", event_type=["message.ai", "custom:x"], limit=5))
+            == [e.seq for e in mine if e.event_type in ("message.ai", "custom:x")][:5]
+        )
+
     def test_filters_combine_with_and(self, mixed: RunEventStore) -> None:
         """Several filters together keep only events matching all of them."""
         assert seqs(mixed.read("t1", category="message", run_id="r1")) == [2, 4]
