@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from journal.events import MAX_ID_LENGTH, RunEvent, RunSummary, ThreadSummary
+from journal.events import MAX_ID_LENGTH, RunEvent, RunSummary, ThreadSummary, UsageTotals
 
 __all__ = [
     "AiItem",
@@ -82,15 +82,8 @@ class RunList(BaseModel):
     )
 
 
-class UsageBucket(BaseModel):
-    """Token totals of some model calls."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cache_read_tokens: int = 0
-    reasoning_tokens: int = 0
+#: Token totals of some model calls: the store's own model, one definition for both.
+UsageBucket = UsageTotals
 
 
 class RunUsage(BaseModel):
