@@ -131,3 +131,29 @@ async def test_history_run_id_keeps_that_runs_items(client: httpx.AsyncClient) -
         assert items and {i["run_id"] for i in items} == {run_id}
     bad = await client.get("/api/threads/t/history", params={"run_id": " x"})
     assert bad.status_code == 422
+
+
+async def test_a_422_repeats_a_long_rejected_value_only_in_part(
+    client: httpx.AsyncClient,
+) -> None:
+    """A 422 stays small whatever was sent: long values and names are cut, errors are capped."""
+    long_value = "9x" * 4000
+    answer = await client.get("/api/threads/conv/history", params={"limit": long_value})
+    assert answer.status_code == 422
+    (error,) = answer.json()["detail"]
+    assert error["loc"] == ["query", "limit"]
+    assert error["input"].startswith(long_value[:100])
+    assert f"({len(long_value)} characters)" in error["input"]
+    assert len(answer.content) < 1000
+
+    many = [(f"unknown_{n}_{'n' * 500}", "v" * 500) for n in range(60)]
+    answer = await client.get("/api/threads/conv/events", params=many)
+    assert answer.status_code == 422
+    body = answer.json()
+    assert len(body["detail"]) == 20 and body["more_errors"] == 40
+    assert all(e["loc"][1].startswith("unknown_") for e in body["detail"])
+    assert len(answer.content) < 20 * 600
+
+    short = await client.get("/api/threads/conv/history", params={"limit": "abc"})
+    assert short.status_code == 422
+    assert short.json()["detail"][0]["input"] == "abc"  # short values are repeated whole

@@ -5,7 +5,9 @@ Routes: the JSON API under ``/api`` (:mod:`history.server.api`), the web viewer 
 model.
 
 Every ``/api`` route answers 422 to a query parameter it does not declare
-(:mod:`history.server.params`).
+(:mod:`history.server.params`). A 422 body is FastAPI's (``{"detail": [errors]}``), bounded: it
+repeats a rejected value or parameter name only in part (its first characters and its length)
+and lists at most 20 errors (``more_errors`` counts the rest).
 
 Authentication: with ``token=`` set, every ``/api`` route and ``/openapi.json`` require
 ``Authorization: Bearer <token>`` (else 401) and the interactive docs are off. The viewer's
@@ -27,6 +29,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -78,6 +82,34 @@ class _TokenBearer(HTTPBearer):
 
 async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+
+#: How much of a rejected value a 422 body repeats, and how many errors it lists at most.
+_ECHO_CHARS = 120
+_MAX_ERRORS = 20
+
+
+def _cut(value: Any) -> Any:
+    """``value`` as a 422 body repeats it: a long string cut (with a mark), long lists cut."""
+    if isinstance(value, str) and len(value) > _ECHO_CHARS:
+        return f"{value[:_ECHO_CHARS]}… ({len(value)} characters)"
+    if isinstance(value, list | tuple):
+        return [_cut(v) for v in value[:_MAX_ERRORS]]
+    if isinstance(value, dict):
+        return {_cut(k): _cut(v) for k, v in list(value.items())[:_MAX_ERRORS]}
+    return value
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 body (``{"detail": [errors]}``), bounded: a rejected value or parameter
+    name is repeated only in part, and at most ``_MAX_ERRORS`` errors are listed."""
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    detail = [{key: _cut(value) for key, value in error.items()} for error in errors[:_MAX_ERRORS]]
+    content: dict[str, Any] = {"detail": jsonable_encoder(detail)}
+    if len(errors) > _MAX_ERRORS:
+        content["more_errors"] = len(errors) - _MAX_ERRORS
+    return JSONResponse(status_code=422, content=content)
 
 
 async def _store_failed(request: Request, exc: Exception) -> JSONResponse:
@@ -155,6 +187,7 @@ def create_app(
     app.add_exception_handler(ThreadNotFoundError, _not_found)
     app.add_exception_handler(RunNotFoundError, _not_found)
     app.add_exception_handler(StoreError, _store_failed)
+    app.add_exception_handler(RequestValidationError, _invalid)
     if origins:
         app.add_middleware(
             CORSMiddleware,
