@@ -61,6 +61,11 @@ _TOOL_TYPES: Final = ("tool.start", "tool.end", "tool.error", "llm.end")
 _SEARCHED: Final = (*MESSAGE_TYPES, *_TOOL_TYPES)
 _ENDS: Final = ("llm.end", "llm.error")
 _CALL_CHUNK: Final = 100
+#: A scan reads small pages first and larger ones while events are small, so that one read
+#: holds about this many characters of event text (a page of 200 messages at the 1 MiB cap
+#: would hold 200 MB).
+_CHUNK_TEXT: Final = 4 * 1024 * 1024
+_FIRST_CHUNK: Final = 20
 _SCAN: Final = 50  # events per read when looking for a call's other half
 _SCAN_BUDGET: Final = 2000  # events read at most to find it
 
@@ -130,6 +135,26 @@ def find_call_start(thread_id: str, event: RunEvent) -> Plan[RunEvent]:
     return start
 
 
+class _Chunks:
+    """The size of a scan's next read: :data:`_FIRST_CHUNK` first, then as many events as
+    hold about :data:`_CHUNK_TEXT` characters at the size of those read so far, at most
+    ``most``."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.size = min(_FIRST_CHUNK, most)
+        self._events = 0
+        self._chars = 0
+
+    def seen(self, events: int, chars: int) -> None:
+        """A read returned ``events`` events holding about ``chars`` characters of text."""
+        self._events += events
+        self._chars += chars
+        if self._events:
+            per_event = max(self._chars / self._events, 1.0)
+            self.size = min(self.most, max(_FIRST_CHUNK, int(_CHUNK_TEXT / per_event)))
+
+
 def _fields(event: RunEvent) -> list[tuple[str, str]]:
     """``(field, text)`` pairs of ``event`` that search looks in."""
     kind = event.event_type
@@ -197,23 +222,28 @@ def search_plan(
     hits: list[dict[str, Any]] = []
     scanned = 0
     reached_start = cursor <= 1
+    chunks = _Chunks(_CHUNK)
     while not reached_start and len(hits) < limit and scanned < scan:
-        want = min(_CHUNK, scan - scanned)
+        want = min(chunks.size, scan - scanned)
         page: list[RunEvent] = yield Read(
             thread_id, {"before_seq": cursor, "limit": want, "event_type": list(_SEARCHED)}
         )
-        full = False
+        full, short, chars = False, len(page) < want, 0
         for event in reversed(page):
             scanned += 1
             cursor = event.seq
-            matched = [(f, t, m) for f, t in _fields(event) if (m := pattern.search(t))]
+            fields = _fields(event)
+            chars += sum(len(text) for _, text in fields)
+            matched = [(f, t, m) for f, t in fields if (m := pattern.search(t))]
             if matched:
                 _, text, found = matched[0]
                 hits.append(_hit(event, [f for f, _, _ in matched], text, found))
             if len(hits) >= limit:
                 full = True
                 break
-        reached_start = len(page) < want and not full
+        chunks.seen(len(page), chars)
+        del page  # not held while the next page is read
+        reached_start = short and not full
     return {
         "thread_id": thread_id,
         "query": query,
@@ -366,24 +396,27 @@ def calls_plan(
     filters: dict[str, Any] = {"category": "trace", "event_type": list(_ENDS)}
     if run_id is not None:
         filters["run_id"] = run_id
-    taken: list[RunEvent] = []
+    points: list[dict[str, Any]] = []  # the calls' points, not their events: outputs are big
     more = True
-    while len(taken) <= limit:
-        want = min(_CALL_CHUNK, limit + 1 - len(taken))
+    chunks = _Chunks(_CALL_CHUNK)
+    while len(points) <= limit:
+        want = min(chunks.size, limit + 1 - len(points))
         key = "after_seq" if forward else "before_seq"
         page: list[RunEvent] = yield Read(thread_id, {key: cursor, "limit": want, **filters})
-        taken.extend(page if forward else reversed(page))
+        points.extend(_call_point(e) for e in (page if forward else reversed(page)))
+        chunks.seen(len(page), sum(len(t) for e in page for _, t in _fields(e)))
         if len(page) < want:
             more = False
             break
         cursor = page[-1].seq if forward else page[0].seq
-    more = more and len(taken) > limit
-    taken = taken[:limit]
-    events = taken if forward else taken[::-1]
+        del page  # not held while the next page is read
+    more = more and len(points) > limit
+    points = points[:limit]
+    calls = points if forward else points[::-1]
     return {
         "thread_id": thread_id,
-        "calls": [_call_point(e) for e in events],
+        "calls": calls,
         "has_more": more,
-        "next_before_seq": events[0].seq if more and not forward and events else None,
-        "next_after_seq": events[-1].seq if events else after_seq,
+        "next_before_seq": calls[0]["seq"] if more and not forward and calls else None,
+        "next_after_seq": calls[-1]["seq"] if calls else after_seq,
     }
