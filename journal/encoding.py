@@ -182,40 +182,42 @@ def plain_kind(root: Any) -> int:
     One tight pass over exact types; anything unusual (a subclass, a tuple, a non-finite float,
     a lone surrogate, a huge int, deep nesting, a cycle) answers ``NOT_PLAIN``.
     """
+    kind = type(root)
+    if kind is not dict and kind is not list:
+        return _scalar_kind(root, kind) or NOT_PLAIN
     result = PLAIN
     stack: list[tuple[Any, int]] = [(root, 0)]
+    push, pop = stack.append, stack.pop
     while stack:
-        value, depth = stack.pop()
-        kind = type(value)
-        if kind is dict or kind is list:
-            if depth >= MAX_DEPTH:
-                return NOT_PLAIN
-            items = value.items() if kind is dict else enumerate(value)
-            for key, item in items:
-                if kind is dict and (
-                    type(key) is not str or not (key.isascii() or _valid_text(key))
-                ):
-                    return NOT_PLAIN
-                item_kind = type(item)
-                if (  # the usual leaves, without a call
-                    (item_kind is str and item.isascii())
-                    or (item_kind is int and -_INT64_LIMIT < item < _INT64_LIMIT)
-                    or item is None
-                    or item_kind is bool
-                ):
-                    continue
-                found = _scalar_kind(item, item_kind)
-                if found is None:
-                    stack.append((item, depth + 1))
-                elif found == NOT_PLAIN:
-                    return NOT_PLAIN
-                elif found > result:
-                    result = found
-            continue
-        found = _scalar_kind(value, kind)
-        if not found:
+        value, depth = pop()
+        if depth >= MAX_DEPTH:
             return NOT_PLAIN
-        result = max(result, found)
+        # dicts and lists in two loops: no per-item test of which one it is
+        if type(value) is dict:
+            items: Any = value.values()
+            for key in value:
+                if type(key) is not str or not (key.isascii() or _valid_text(key)):
+                    return NOT_PLAIN
+        else:
+            items = value
+        for item in items:
+            item_kind = type(item)
+            if item_kind is str:  # the usual leaves first, without a call
+                if item.isascii():
+                    continue
+            elif item_kind is int:
+                if -_INT64_LIMIT < item < _INT64_LIMIT:
+                    continue
+            elif item_kind is dict or item_kind is list:
+                push((item, depth + 1))
+                continue
+            elif item is None or item_kind is bool:
+                continue
+            found = _scalar_kind(item, item_kind)
+            if not found:  # None (no scalar: a tuple, a set, an object...) or NOT_PLAIN
+                return NOT_PLAIN
+            if found > result:
+                result = found
     return result
 
 
