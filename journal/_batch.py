@@ -8,31 +8,68 @@ every backend's append (one record per input event, in input order).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final, cast
 
-from journal.encoding import NOT_PLAIN, dumps_plain, encode_plain, plain_kind
-from journal.events import NewEvent, RunEvent, construct, prepare_mapping
+from orjson import OPT_SORT_KEYS as _SORT_KEYS
+from orjson import dumps as _orjson_dumps
+
+from journal.encoding import NOT_PLAIN, PLAIN, dumps_plain, encode_plain, plain_kind
+from journal.events import NewEvent, RunEvent, construct, prepare_mapping, usual_event
 from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content, fit_metadata
 
 __all__ = [
     "EventLike",
+    "Hint",
+    "KnownEvents",
     "PreparedBatch",
     "checked_caps",
     "encoded_texts",
     "prepare_batch",
     "records_in_order",
+    "stored_record",
 ]
 
 EventLike = NewEvent | Mapping[str, Any]
+#: What is known of an event's content or metadata before it is encoded: its canonical text
+#: (a ``str``), or its :func:`plain_kind` (an ``int``; ``NOT_PLAIN``: not known, walk it).
+Hint = str | int
+_NO_HINTS: Final = (NOT_PLAIN, NOT_PLAIN)
+_EMPTY_OBJECT: Final = "{}"
 
 
 class PreparedBatch(list[NewEvent]):
     """The events :meth:`RunEventStore.prepare` validated, with ``texts``: the canonical JSON
-    of each one's content and metadata, in the same order (encoded once, for every use)."""
+    of each one's content and metadata, in the same order (encoded once, for every use), and
+    ``owned``: whether prepare built the event itself (from a mapping, a stored record, a cut),
+    so that no one else holds it and it may become its own stored record
+    (:func:`stored_record`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.texts: list[tuple[str, str]] = []
+        self.owned: list[bool] = []
+
+
+class KnownEvents(list[NewEvent]):
+    """Events on their way into ``append`` that need no validation: read back from a store,
+    or parsed and checked by the library (import), each with ``hints``: what is known of its
+    content and metadata (their canonical texts, or their kinds).
+
+    Made only by library code that hands it straight to ``append``: its events are taken as
+    valid and its hints as true (a stored record's text is the one its value encodes to).
+    ``handed_over``: the maker keeps no use of its ``NewEvent`` objects, so the store may make
+    them its records.
+    """
+
+    def __init__(self, *, handed_over: bool = False) -> None:
+        super().__init__()
+        self.hints: list[tuple[Hint, Hint]] = []
+        self.handed_over = handed_over
+
+    def add(self, event: NewEvent, content: Hint = NOT_PLAIN, metadata: Hint = NOT_PLAIN) -> None:
+        """Add ``event`` with what is known of its content and of its metadata."""
+        self.append(event)
+        self.hints.append((content, metadata))
 
 
 def encoded_texts(events: Sequence[NewEvent]) -> list[tuple[str, str]]:
@@ -60,73 +97,121 @@ def checked_caps(
     return caps, metadata_cap
 
 
-def _text(value: Any, kind: int) -> str:
-    if kind == NOT_PLAIN:
-        kind = plain_kind(value)
-        if kind == NOT_PLAIN:  # assigned after validation: the rules first
+def _text(value: Any, hint: Hint) -> str:
+    """The canonical text of ``value``, known (``hint`` is it) or encoded now."""
+    if hint == PLAIN:  # the usual case: a fast encoder writes exactly the rules' bytes
+        return _orjson_dumps(value, option=_SORT_KEYS).decode()
+    if isinstance(hint, str):
+        return hint
+    if hint == NOT_PLAIN:
+        if not value and type(value) is dict:
+            return _EMPTY_OBJECT
+        hint = plain_kind(value)
+        if hint == NOT_PLAIN:  # assigned after validation: the rules first
             return dumps_plain(value)
-    return encode_plain(value, kind)
+    return encode_plain(value, hint)
 
 
-def _without_seq(event: RunEvent) -> dict[str, Any]:
+def _stored_values(event: RunEvent) -> dict[str, Any]:
     values = dict(event.__dict__)
     del values["seq"]
     return values
 
 
+def _event(raw: Any, index: int) -> tuple[NewEvent, Hint, Hint]:
+    """The validated event of input ``raw`` (the ``index``-th of its batch) and the kinds of
+    its content and metadata where known."""
+    if type(raw) is dict or (not isinstance(raw, NewEvent) and isinstance(raw, Mapping)):
+        usual = usual_event(raw)
+        if usual is not None:
+            return usual
+        try:
+            return prepare_mapping(raw)
+        except ValueError as e:
+            raise ValueError(f"event {index} of the batch is invalid: {e}") from e
+    if type(raw) is NewEvent:  # read-only from here: backends copy what they keep,
+        return raw, NOT_PLAIN, NOT_PLAIN  # the caps copy below
+    if type(raw) is RunEvent:  # read back from a store (copied): validated there,
+        return construct(NewEvent, _stored_values(raw)), NOT_PLAIN, NOT_PLAIN  # its seq goes
+    if isinstance(raw, NewEvent):  # a subclass of the caller's: its fields are checked again
+        return NewEvent(**raw.model_dump(exclude={"seq"})), NOT_PLAIN, NOT_PLAIN
+    raise TypeError(
+        f"event {index} of the batch is a {type(raw).__name__}; expected a NewEvent or a mapping"
+    )
+
+
 def prepare_batch(
     events: Iterable[EventLike], content_caps: Mapping[str, int], metadata_cap: int
 ) -> PreparedBatch:
-    """Validate ``events`` and apply the caps (see :meth:`RunEventStore.prepare`)."""
+    """Validate ``events`` and apply the caps (see :meth:`RunEventStore.prepare`).
+
+    Each event's content and metadata are encoded once, and walked at most once (not at all
+    when they come with their kinds or texts: a mapping's walk at validation, a
+    :class:`KnownEvents`' hints).
+    """
     if isinstance(events, NewEvent | Mapping):
         raise TypeError("append takes a sequence of events; wrap a single event in a list")
+    hints = events.hints if type(events) is KnownEvents else None
+    handed_over = hints is not None and cast(KnownEvents, events).handed_over
     prepared = PreparedBatch()
-    for index, raw in enumerate(events):
-        if isinstance(raw, NewEvent):
-            if type(raw) is NewEvent:  # read-only from here: backends copy what they keep,
-                event = raw  # the caps copy below
-            elif type(raw) is RunEvent:  # read back from a store (copied): validated there,
-                event = construct(NewEvent, _without_seq(raw))  # so only its seq goes
-            else:  # a subclass of the caller's: its fields are checked again
-                event = NewEvent(**raw.model_dump(exclude={"seq"}))
-            content_kind, metadata_kind = plain_kind(event.content), NOT_PLAIN
-        elif isinstance(raw, Mapping):
-            try:
-                event, content_kind, metadata_kind = prepare_mapping(raw)
-            except ValueError as e:
-                raise ValueError(f"event {index} of the batch is invalid: {e}") from e
+    keep, keep_texts, keep_owned = prepared.append, prepared.texts.append, prepared.owned.append
+    message_cap = content_caps["message"]  # an llm.end may carry the call's output message:
+    for index, raw in enumerate(events):  # capped like messages, not like traces
+        if hints is None:
+            event, content_hint, metadata_hint = _event(raw, index)
+        elif type(raw) is RunEvent:
+            event = construct(NewEvent, _stored_values(raw))
+            content_hint, metadata_hint = hints[index]
         else:
-            raise TypeError(
-                f"event {index} of the batch is a {type(raw).__name__}; "
-                "expected a NewEvent or a mapping"
-            )
-        content = _text(event.content, content_kind)
-        # an llm.end may carry the call's output message: capped like messages, not traces
-        cap = content_caps["message" if event.event_type == "llm.end" else event.category]
-        original = None
-        if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
-            shrunk, original = fit_content(event.content, cap)
-            content = _text(shrunk, NOT_PLAIN)
-        metadata = event.metadata
-        if original is not None:  # the marks count against the metadata cap too
-            marks = {"truncated": True, "original_bytes": original}
-            metadata = fit_metadata(event.event_type, metadata, metadata_cap, marks)
-        else:
-            metadata_text = _text(metadata, metadata_kind)
-            if (
-                len(metadata_text) > metadata_cap // 4
-                and len(metadata_text.encode("utf-8")) > metadata_cap
-            ):
-                metadata = fit_metadata(event.event_type, metadata, metadata_cap)
-        if metadata is not event.metadata:
-            update: dict[str, Any] = {"metadata": metadata}
-            if original is not None:
-                update["content"] = shrunk
-            event = event.model_copy(update=update)
-            metadata_text = _text(metadata, NOT_PLAIN)
-        prepared.append(event)
-        prepared.texts.append((content, metadata_text))
+            event = cast(NewEvent, raw)
+            content_hint, metadata_hint = hints[index]
+        values = event.__dict__
+        content = _text(values["content"], content_hint)
+        cap = message_cap if values["event_type"] == "llm.end" else content_caps[values["category"]]
+        metadata = _text(values["metadata"], metadata_hint)
+        if (len(content) > cap // 4 and len(content.encode("utf-8")) > cap) or (
+            len(metadata) > metadata_cap // 4 and len(metadata.encode("utf-8")) > metadata_cap
+        ):
+            event, content, metadata = _capped(event, content, metadata, cap, metadata_cap)
+        keep(event)
+        keep_texts((content, metadata))
+        keep_owned(event is not raw or handed_over)
     return prepared
+
+
+def _capped(
+    event: NewEvent, content: str, metadata: str, cap: int, metadata_cap: int
+) -> tuple[NewEvent, str, str]:
+    """``event`` and its texts, cut to the caps (a copy when anything is cut)."""
+    original = None
+    if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
+        shrunk, original = fit_content(event.content, cap)
+    marks = None if original is None else {"truncated": True, "original_bytes": original}
+    # the marks count against the metadata cap too
+    fitted = fit_metadata(event.event_type, event.metadata, metadata_cap, marks)
+    if fitted is event.metadata:  # it fits (an llm.start's exact context record aside)
+        return event, content, metadata
+    update: dict[str, Any] = {"metadata": fitted}
+    if original is not None:
+        update["content"] = shrunk
+        content = _text(shrunk, NOT_PLAIN)
+    return event.model_copy(update=update), content, _text(fitted, NOT_PLAIN)
+
+
+def stored_record(event: NewEvent, seq: int, owned: bool) -> RunEvent:
+    """The stored record of prepared ``event`` at ``seq``, sharing its field values.
+
+    An event the batch ``owned`` becomes the record itself: one object per event on the
+    write path (its class turns into ``RunEvent``, which adds only ``seq``); any other (the
+    caller's own ``NewEvent``) is left as it is and a new record is built.
+    """
+    if owned and type(event) is NewEvent:
+        values = event.__dict__
+        values["seq"] = seq
+        event.__pydantic_fields_set__.add("seq")
+        object.__setattr__(event, "__class__", RunEvent)
+        return cast(RunEvent, event)
+    return construct(RunEvent, {**event.__dict__, "seq": seq})
 
 
 def records_in_order(events: Sequence[NewEvent], known: Mapping[str, RunEvent]) -> list[RunEvent]:

@@ -15,13 +15,20 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from journal import _postgres_schema as sql
-from journal._batch import encoded_texts, records_in_order
+from journal._batch import encoded_texts, records_in_order, stored_record
 from journal._postgres_runs import RUN_SELECT, USAGE_SELECT, run_from_row, runs_params, usage_counts
 from journal._query import ReadQuery
 from journal._runs import TOTAL, Projection, project, thread_usage
 from journal.encoding import loads
 from journal.errors import SchemaVersionError
-from journal.events import NewEvent, RunEvent, RunSummary, ThreadSummary, ThreadUsage, construct
+from journal.events import (
+    NewEvent,
+    RunEvent,
+    RunSummary,
+    ThreadSummary,
+    ThreadUsage,
+    construct,
+)
 
 __all__ = [
     "BEGIN",
@@ -58,16 +65,19 @@ _BACKFILL_PAGE: Final = 1000
 def to_event(row: Row) -> RunEvent:
     """A ``RunEvent`` from a row of ``EVENT_COLUMNS`` (a new object, created_at in UTC)."""
     thread_id, seq, event_id, run_id, category, event_type, content, metadata, created = row
-    return RunEvent.model_construct(
-        event_id=event_id,
-        thread_id=thread_id,
-        run_id=run_id,
-        category=category,
-        event_type=event_type,
-        content=loads(content),
-        metadata=loads(metadata),
-        created_at=created.astimezone(UTC),
-        seq=seq,
+    return construct(
+        RunEvent,
+        {
+            "event_id": event_id,
+            "thread_id": thread_id,
+            "run_id": run_id,
+            "category": category,
+            "event_type": event_type,
+            "content": loads(content),
+            "metadata": loads(metadata),
+            "created_at": created.astimezone(UTC),
+            "seq": seq,
+        },
     )
 
 
@@ -90,9 +100,15 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
     known: dict[str, RunEvent] = {}
     fresh: dict[str, NewEvent] = {}
     texts: dict[str, tuple[str, str]] = {}
-    for event, encoded in zip(events, encoded_texts(events), strict=True):
+    owned = getattr(events, "owned", None)
+    if not (isinstance(owned, list) and len(owned) == len(events)):
+        owned = [False] * len(events)
+    mine: set[int] = set()  # the events prepare built: each may become its own record
+    for event, encoded, own in zip(events, encoded_texts(events), owned, strict=True):
         fresh.setdefault(event.event_id, event)
         texts.setdefault(event.event_id, encoded)
+        if own:
+            mine.add(id(event))
     by_thread: dict[str, list[NewEvent]] = {}
     for event in fresh.values():
         by_thread.setdefault(event.thread_id, []).append(event)
@@ -112,7 +128,7 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
         params.update(runs_params(thread_id, project(enumerate(batch, start=1))))
         [(last,)] = yield sql.APPEND_THREAD, params
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
-            known[event.event_id] = construct(RunEvent, {**event.__dict__, "seq": seq})
+            known[event.event_id] = stored_record(event, seq, id(event) in mine)
     return records_in_order(events, known)
 
 

@@ -9,16 +9,15 @@ moves the head (see :mod:`journal._sqlite_schema` for the triggers that check it
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import encoded_texts, records_in_order
+from journal._batch import encoded_texts, records_in_order, stored_record
 from journal._runs import project
 from journal._sqlite_conn import transaction
-from journal._sqlite_rows import record, row_to_event, to_micros
+from journal._sqlite_rows import row_to_event, to_micros
 from journal.events import NewEvent, RunEvent
 
 __all__ = ["append_events", "by_event_ids"]
@@ -26,88 +25,74 @@ __all__ = ["append_events", "by_event_ids"]
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 
 
-class _Encoded(NamedTuple):
-    """An event on its way in: the event, its encoded content and metadata, its time in µs."""
-
-    event: NewEvent
-    content: str
-    metadata: str
-    at: int
-
-
-@dataclass
-class _ThreadBatch:
-    """The new events of one thread in one append: numbered after ``base``, the old head."""
-
-    base: int
-    items: list[_Encoded] = field(default_factory=list)
-
-    def numbered(self) -> Iterator[tuple[int, NewEvent]]:
-        """``(seq, event)`` of each new event, in seq order."""
-        for seq, item in enumerate(self.items, start=self.base + 1):
-            yield seq, item.event
-
-    def rows(self) -> Iterator[tuple[Any, ...]]:
-        """The ``INSERT_EVENT_SQL`` parameters of each event, in seq order."""
-        for seq, (e, content, metadata, at) in enumerate(self.items, start=self.base + 1):
-            yield (e.event_id, e.thread_id, seq, e.run_id, e.category, e.event_type,
-                   content, metadata, at)  # fmt: skip
-
-    def head_params(self, thread_id: str) -> tuple[Any, ...]:
-        """The ``MOVE_HEAD_SQL`` parameters once the events are inserted."""
-        last = self.base + len(self.items)
-        return (thread_id, last, self.items[0].at, self.items[-1].at, self.base)
-
-    def records(self) -> Iterator[tuple[str, RunEvent]]:
-        """``(event_id, record)`` of each new event (sharing the input's content objects)."""
-        for seq, e in self.numbered():
-            values = dict(e.__dict__)  # a NewEvent's fields, exactly
-            values["seq"] = seq
-            yield e.event_id, record(values)
-
-
 def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
     """Append a prepared batch on ``conn``; the stored records in input order."""
-    encoded = [
-        _Encoded(e, content, metadata, to_micros(e.created_at))
-        for e, (content, metadata) in zip(events, encoded_texts(events), strict=True)
-    ]
+    texts = encoded_texts(events)
+    owned = getattr(events, "owned", None)
+    if not (isinstance(owned, list) and len(owned) == len(events)):
+        owned = [False] * len(events)
     try:  # optimistic: event ids are almost always new, so skip looking them up
-        return _write(conn, encoded, look_up=False)
+        return _write(conn, events, texts, owned, look_up=False)
     except sqlite3.IntegrityError as e:
         if "event_id" not in str(e):
             raise
-    return _write(conn, encoded, look_up=True)  # a retry: some ids are stored
+    return _write(conn, events, texts, owned, look_up=True)  # a retry: some ids are stored
 
 
 def _write(
-    conn: sqlite3.Connection, encoded: Sequence[_Encoded], *, look_up: bool
+    conn: sqlite3.Connection,
+    events: Sequence[NewEvent],
+    texts: Sequence[tuple[str, str]],
+    owned: Sequence[bool],
+    *,
+    look_up: bool,
 ) -> list[RunEvent]:
-    """One transaction: keep the runs, insert the new events after each head, move it."""
+    """One transaction: keep the runs, insert the new events after each head, move it.
+
+    One pass over the batch numbers each new event after its thread's head and builds its
+    row; the records are made after the commit (an owned event becomes its own record).
+    """
     with transaction(conn):
         known: dict[str, RunEvent] = {}
         if look_up:
-            known = by_event_ids(conn, {item.event.event_id for item in encoded})
-        batches: dict[str, _ThreadBatch] = {}
+            known = by_event_ids(conn, {event.event_id for event in events})
+        heads: dict[str, list[int]] = {}  # thread -> [old last seq, new last seq, times]
+        rows: list[tuple[Any, ...]] = []
+        numbered: list[tuple[int, NewEvent]] = []
+        fresh: list[int] = []  # the batch index of each new event
         taken: set[str] = set(known)
-        for item in encoded:
-            if item.event.event_id in taken:
+        for index, event in enumerate(events):
+            values = event.__dict__
+            event_id = values["event_id"]
+            if event_id in taken:
                 continue
-            taken.add(item.event.event_id)
-            thread = item.event.thread_id
-            if thread not in batches:
+            taken.add(event_id)
+            thread = values["thread_id"]
+            at = to_micros(values["created_at"])
+            head = heads.get(thread)
+            if head is None:
                 row = conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone()
-                batches[thread] = _ThreadBatch(base=row[0] if row else 0)
-            batches[thread].items.append(item)
-        runs.keep(conn, project(p for b in batches.values() for p in b.numbered()))
-        conn.executemany(
-            sql.INSERT_EVENT_SQL, [row for batch in batches.values() for row in batch.rows()]
-        )
-        for thread, batch in batches.items():  # the head follows the events it counts
-            conn.execute(sql.MOVE_HEAD_SQL, batch.head_params(thread))
-    for batch in batches.values():
-        known.update(batch.records())
-    return records_in_order([item.event for item in encoded], known)
+                base = row[0] if row else 0
+                head = heads[thread] = [base, base, at, at]
+            seq = head[1] = head[1] + 1
+            head[3] = at
+            content, metadata = texts[index]
+            rows.append((event_id, thread, seq, values["run_id"], values["category"],
+                         values["event_type"], content, metadata, at))  # fmt: skip
+            numbered.append((seq, event))
+            fresh.append(index)
+        runs.keep(conn, project(numbered))
+        conn.executemany(sql.INSERT_EVENT_SQL, rows)
+        for thread, (base, last, first_at, last_at) in heads.items():  # the head follows
+            conn.execute(sql.MOVE_HEAD_SQL, (thread, last, first_at, last_at, base))  # them
+    records = [
+        stored_record(event, seq, owned[index])
+        for (seq, event), index in zip(numbered, fresh, strict=True)
+    ]
+    if len(records) == len(events):  # every event new and once: the records, in order
+        return records
+    known.update((record.event_id, record) for record in records)
+    return records_in_order(events, known)
 
 
 def by_event_ids(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, RunEvent]:

@@ -20,7 +20,8 @@ Any Python value encodes; an append never fails because of its payload. The rule
   objects (documents, prompt values) and pydantic models become ``model_dump()``; dataclasses
   become their fields.
 * A cycle becomes ``{"$cycle": "<type name>"}``; nesting deeper than ``MAX_DEPTH`` becomes
-  ``{"$depth": "<type name>"}``; anything else becomes
+  ``{"$depth": "<type name>"}`` (such a marker, the rules' own output, stays as it is, so that
+  encoding encoded data changes nothing); anything else becomes
   ``{"$repr": "<repr, at most 200 chars>", "$type": "<module.qualname>"}``.
 
 Objects are emitted with sorted keys and no whitespace, so equal values encode to equal text.
@@ -182,40 +183,58 @@ def plain_kind(root: Any) -> int:
     One tight pass over exact types; anything unusual (a subclass, a tuple, a non-finite float,
     a lone surrogate, a huge int, deep nesting, a cycle) answers ``NOT_PLAIN``.
     """
+    kind = type(root)
+    if kind is dict or kind is list:
+        return _container_kind(root, 0)
+    return _scalar_kind(root, kind) or NOT_PLAIN
+
+
+def _is_depth_marker(value: Any) -> bool:
+    """Whether ``value`` is exactly the marker the rules put in place of data too deep."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    name = value.get("$depth")
+    return type(name) is str and (name.isascii() or _valid_text(name))
+
+
+def _container_kind(value: dict[Any, Any] | list[Any], depth: int) -> int:
+    """:func:`plain_kind` of a dict or a list at nesting ``depth`` (recursion stops at
+    ``MAX_DEPTH``: a call per container costs less than a stack of them)."""
+    if depth >= MAX_DEPTH:
+        return PLAIN if _is_depth_marker(value) else NOT_PLAIN
     result = PLAIN
-    stack: list[tuple[Any, int]] = [(root, 0)]
-    while stack:
-        value, depth = stack.pop()
-        kind = type(value)
-        if kind is dict or kind is list:
-            if depth >= MAX_DEPTH:
+    if type(value) is dict:  # dicts and lists share one loop over their values
+        for key in value:
+            if type(key) is not str or not (key.isascii() or _valid_text(key)):
                 return NOT_PLAIN
-            items = value.items() if kind is dict else enumerate(value)
-            for key, item in items:
-                if kind is dict and (
-                    type(key) is not str or not (key.isascii() or _valid_text(key))
-                ):
+        items: Any = value.values()
+    else:
+        items = value
+    for item in items:
+        item_kind = type(item)
+        if item_kind is str:  # the usual leaves first, without a call
+            if item.isascii():
+                continue
+        elif item_kind is int:
+            if -_INT64_LIMIT < item < _INT64_LIMIT:
+                continue
+        elif item_kind is dict or item_kind is list:
+            if item:  # an empty one is plain at any depth below the limit
+                inner = _container_kind(item, depth + 1)
+                if inner == NOT_PLAIN:
                     return NOT_PLAIN
-                item_kind = type(item)
-                if (  # the usual leaves, without a call
-                    (item_kind is str and item.isascii())
-                    or (item_kind is int and -_INT64_LIMIT < item < _INT64_LIMIT)
-                    or item is None
-                    or item_kind is bool
-                ):
-                    continue
-                found = _scalar_kind(item, item_kind)
-                if found is None:
-                    stack.append((item, depth + 1))
-                elif found == NOT_PLAIN:
-                    return NOT_PLAIN
-                elif found > result:
-                    result = found
+                if inner > result:
+                    result = inner
+            elif depth + 1 >= MAX_DEPTH:  # an empty one too deep: the rules mark it
+                return NOT_PLAIN
             continue
-        found = _scalar_kind(value, kind)
-        if not found:
+        elif item is None or item_kind is bool:
+            continue
+        found = _scalar_kind(item, item_kind)
+        if not found:  # None (no scalar: a tuple, a set, an object...) or NOT_PLAIN
             return NOT_PLAIN
-        result = max(result, found)
+        if found > result:
+            result = found
     return result
 
 
@@ -264,7 +283,7 @@ def _encode(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     if depth >= MAX_DEPTH:
-        return {"$depth": _type_name(value)}
+        return dict(value) if _is_depth_marker(value) else {"$depth": _type_name(value)}
     marker = id(value)
     if marker in active:
         return {"$cycle": _type_name(value)}

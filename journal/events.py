@@ -191,12 +191,11 @@ _GOOD_IDS_MAX: Final = 4096
 
 
 def _usual_id(value: object) -> bool:
-    if type(value) is not str:
-        return False
-    if value in _GOOD_IDS:  # a thread's or run's id, again and again
-        return True
+    """Whether ``value`` is an id of the usual kind (a valid plain ``str``; else the full
+    validation decides and says why)."""
     return (
-        0 < len(value) <= MAX_ID_LENGTH
+        type(value) is str
+        and 0 < len(value) <= MAX_ID_LENGTH
         and value.isprintable()
         and not value[0].isspace()
         and not value[-1].isspace()
@@ -204,47 +203,64 @@ def _usual_id(value: object) -> bool:
     )
 
 
-def _usual_fields(data: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
+def _good_id(value: object) -> bool:
+    """:func:`_usual_id`, remembered for thread and run ids (each comes again and again)."""
+    if type(value) is not str:  # first: an unhashable value must not reach the dict
+        return False
+    if value in _GOOD_IDS:
+        return True
+    if not _usual_id(value):
+        return False
+    if len(_GOOD_IDS) >= _GOOD_IDS_MAX:
+        _GOOD_IDS.clear()
+    _GOOD_IDS[value] = None
+    return True
+
+
+def _usual_fields(data: Mapping[str, Any]) -> tuple[dict[str, Any], int, int] | None:
     """The validated fields of ``data`` and the :func:`plain_kind` of its content and
-    metadata, if every field is of a usual kind; else ``None``."""
+    metadata, if every field is of a usual kind; else ``None`` (the full validation decides)."""
     if not data.keys() <= _FIELDS:
         return None
-    event_id = data.get("event_id")
-    if event_id is None and "event_id" in data:
-        return None  # an explicit None: the full validation says why
-    category, event_type = data.get("category"), data.get("event_type")
+    get = data.get
+    event_id = get("event_id")
     if event_id is None:
+        if "event_id" in data:
+            return None  # an explicit None: the full validation says why
         event_id = new_event_id()  # valid by construction
     elif not _usual_id(event_id):
         return None
-    thread_id, run_id = data.get("thread_id"), data.get("run_id")
-    if not (_usual_id(thread_id) and _usual_id(run_id)):
+    thread_id, run_id = get("thread_id"), get("run_id")
+    if not (_good_id(thread_id) and _good_id(run_id)):
         return None
-    if len(_GOOD_IDS) >= _GOOD_IDS_MAX:
-        _GOOD_IDS.clear()
-    _GOOD_IDS[str(thread_id)] = _GOOD_IDS[str(run_id)] = None
+    category, event_type = get("category"), get("event_type")
+    if type(category) is not str or type(event_type) is not str:
+        return None  # before the set look-up: an unhashable value must not reach it
     if (category, event_type) not in _KNOWN_TYPES:
-        if not (type(category) is str and category in CATEGORIES and type(event_type) is str):
+        if category not in CATEGORIES:
             return None
         try:
             validate_event_type(category, event_type)
         except ValueError:
             return None
         _KNOWN_TYPES.add((category, event_type))
-    created_at = data.get("created_at")
+    created_at = get("created_at")
     if created_at is None and "created_at" not in data:
         created_at = utcnow()
     elif type(created_at) is not datetime or created_at.tzinfo is not UTC:
         return None
-    metadata = data.get("metadata")
-    metadata, metadata_kind = ({}, PLAIN) if metadata is None else _encoded(metadata)
-    if type(metadata) is not dict:
-        return None
-    content, content_kind = _encoded(data.get("content"))
+    metadata = get("metadata")
+    if metadata is None:
+        metadata, metadata_kind = {}, PLAIN
+    else:
+        metadata, metadata_kind = _encoded(metadata)
+        if type(metadata) is not dict:
+            return None
+    content, content_kind = _encoded(get("content"))
     fields = {
         "event_id": event_id,
-        "thread_id": data["thread_id"],
-        "run_id": data["run_id"],
+        "thread_id": thread_id,
+        "run_id": run_id,
         "category": category,
         "event_type": event_type,
         "content": content,
@@ -265,20 +281,30 @@ def _encoded(value: Any) -> tuple[Any, int]:
     return value, kind
 
 
+# The four slots of a pydantic model, set directly: what ``model_construct`` sets, without
+# its per-field bookkeeping (and half the cost of ``object.__setattr__`` per slot).
+_set_values = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_new_object = object.__new__  # BaseModel has no __new__ of its own
+
+
 def construct(cls: type[E], values: dict[str, Any]) -> E:
     """An event of ``cls`` from already-validated values for every field, not re-validated.
 
     ``model_construct`` minus its per-field bookkeeping: validation and ``model_construct``
     are the hot cost of reads and appends. Only valid for models without private attributes
-    or post-init hooks (checked, else ``model_construct``).
+    or post-init hooks (checked, else ``model_construct``). ``values`` becomes the event's
+    own field dict (not copied).
     """
-    if not _plain_model(cls):  # pragma: no cover - a future event model with private state
-        return cls.model_construct(**values)
-    event = cls.__new__(cls)
-    object.__setattr__(event, "__dict__", values)
-    object.__setattr__(event, "__pydantic_fields_set__", set(values))
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
+    if cls is not NewEvent and cls is not RunEvent and not _plain_model(cls):
+        return cls.model_construct(**values)  # pragma: no cover - a model with private state
+    event = _new_object(cls)
+    _set_values(event, values)
+    _set_fields_set(event, set(values))
+    _set_extra(event, None)
+    _set_private(event, None)
     return event
 
 
@@ -291,16 +317,24 @@ def _plain_model(cls: type[BaseModel]) -> bool:
     )
 
 
+def usual_event(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int] | None:
+    """``NewEvent(**raw)`` and the :func:`plain_kind` of its content and metadata when every
+    field of ``raw`` is of a usual kind (checked by hand, no pydantic pass); else ``None``."""
+    usual = _usual_fields(raw)
+    if usual is None:
+        return None
+    fields, content_kind, metadata_kind = usual
+    return construct(NewEvent, fields), content_kind, metadata_kind
+
+
 def prepare_mapping(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int]:
     """``NewEvent(**raw)`` (same event, same errors; fast for usual input) and the
     :func:`plain_kind` of its content and metadata."""
-    data = dict(raw)
-    usual = _usual_fields(data)
-    if usual is None:
-        event = NewEvent(**data)
-        return event, plain_kind(event.content), plain_kind(event.metadata)
-    fields, content_kind, metadata_kind = usual
-    return construct(NewEvent, fields), content_kind, metadata_kind
+    usual = usual_event(raw)
+    if usual is not None:
+        return usual
+    event = NewEvent(**raw)
+    return event, plain_kind(event.content), plain_kind(event.metadata)
 
 
 class RunEvent(NewEvent):

@@ -6,11 +6,13 @@ of first seq, indexed by run id, and usage buckets per thread.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from journal._batch import KnownEvents
 from journal._runs import Buckets, RunFold, add_buckets, by_first_seq, project, thread_usage
 from journal.events import (
     NewEvent,
@@ -103,6 +105,19 @@ class MemoryEventStore(RunEventStore):
             events = self._threads.get(query.thread_id, [])
             window = query.window(events, _seq, query.filter.matches)
             return [_copy(e, e.seq) for e in window]
+
+    def _stored_page(self, thread_id: str, after_seq: int, limit: int) -> KnownEvents:
+        """The next ``limit`` records of ``thread_id`` after ``after_seq``, not copied
+        (:func:`journal.copy.copy_store`'s page, which only appends them: a target copies
+        what it keeps)."""
+        self._check_open()
+        page = KnownEvents()
+        with self._lock:
+            events = self._threads.get(thread_id, [])
+            start = bisect.bisect_right(events, after_seq, key=_seq)
+            for record in events[start : start + limit]:
+                page.add(record)
+        return page
 
     def _last_seq(self, thread_id: str) -> int:
         with self._lock:

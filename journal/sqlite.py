@@ -39,7 +39,7 @@ from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import prepare_batch
+from journal._batch import KnownEvents, prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
@@ -278,6 +278,21 @@ class SqliteEventStore(RunEventStore):
         if query.newest_first:
             events.reverse()
         return events
+
+    def _stored_page(self, thread_id: str, after_seq: int, limit: int) -> KnownEvents:
+        """The next ``limit`` events of ``thread_id`` after ``after_seq``, with their stored
+        texts (:func:`journal.copy.copy_store`'s page: a target neither validates nor encodes
+        them again)."""
+        self._check_open()
+        statement = f"{sql.SELECT_EVENTS_SQL} WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+
+        def read(conn: sqlite3.Connection) -> KnownEvents:
+            page = KnownEvents()
+            for row in conn.execute(statement, (thread_id, after_seq, limit)):
+                page.add(row_to_event(row), row[6], row[7])
+            return page
+
+        return self._run("read events", read)
 
     def _last_seq(self, thread_id: str) -> int:
         row = self._run(

@@ -14,12 +14,14 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, Any, Final
 
+import orjson
 from pydantic import ValidationError
 
-from journal.encoding import dumps, loads
-from journal.events import NewEvent
+from journal._batch import KnownEvents
+from journal.encoding import PLAIN, dumps, loads
+from journal.events import NewEvent, prepare_mapping, usual_event
 from journal.store import RunEventStore
 
 __all__ = ["EventLineError", "ImportSummary", "export_events", "import_events", "read_batches"]
@@ -28,6 +30,8 @@ DEFAULT_BATCH_SIZE = 500
 #: ``created_at`` as :func:`export_events` writes it (UTC, ``Z``, at most microseconds): a
 #: form whose ``datetime.fromisoformat`` value is exactly pydantic's.
 _EXPORTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z\Z", re.ASCII)
+
+_NO_SEQ: Final = object()  # a line without "seq" (None would be a seq of null)
 
 #: A batch of parsed lines: each event with the seq it had in the file (``None`` if absent).
 Batch = list[tuple[NewEvent, int | None]]
@@ -84,7 +88,17 @@ def read_batches(lines: Iterable[bytes], batch_size: int) -> Iterator[Batch]:
     A line that is not a valid event raises :class:`EventLineError` before its batch is
     yielded, so nothing of that batch is written. Blank lines are skipped.
     """
-    batch: Batch = []
+    for events, seqs in _known_batches(lines, batch_size):
+        yield list(zip(events, seqs, strict=True))
+
+
+def _known_batches(
+    lines: Iterable[bytes], batch_size: int
+) -> Iterator[tuple[KnownEvents, list[int | None]]]:
+    """:func:`read_batches`, each batch as :class:`KnownEvents` (the events, checked, with
+    the kinds of their content and metadata, so that ``append`` neither checks nor walks
+    them again) and the exported seqs."""
+    events, seqs = KnownEvents(handed_over=True), []
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8")
@@ -92,12 +106,14 @@ def read_batches(lines: Iterable[bytes], batch_size: int) -> Iterator[Batch]:
             raise EventLineError(number, "not UTF-8 text") from None
         if not line.strip():
             continue
-        batch.append(_parse_line(line, number))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        event, content_kind, metadata_kind, seq = _parse_line(line, number)
+        events.add(event, content_kind, metadata_kind)
+        seqs.append(seq)
+        if len(events) >= batch_size:
+            yield events, seqs
+            events, seqs = KnownEvents(handed_over=True), []
+    if events:
+        yield events, seqs
 
 
 def import_events(
@@ -116,12 +132,12 @@ def import_events(
     """
     imported = present = renumbered = 0
     try:
-        for batch in read_batches(lines, batch_size):
+        for events, seqs in _known_batches(lines, batch_size):
             # An event already stored keeps its record: its seq is at or below its thread's
             # last seq (its thread may even differ from the line's).
-            last = {t: store.last_seq(t) for t in {event.thread_id for event, _ in batch}}
-            stored = store.append([event for event, _ in batch])
-            for record, (_, seq) in zip(stored, batch, strict=True):
+            last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
+            stored = store.append(events)  # its events become the records: not used below
+            for record, seq in zip(stored, seqs, strict=True):
                 if record.seq <= last.get(record.thread_id, record.seq):
                     present += 1
                     continue
@@ -135,9 +151,54 @@ def import_events(
     return ImportSummary(imported, present, renumbered)
 
 
-def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
+def _parse_line(line: str, number: int) -> tuple[NewEvent, int, int, int | None]:
+    """The event of a line, the kinds of its content and metadata, and its exported seq."""
+    text = line.strip()
+    return _usual_line(text) or _checked_line(text, number)
+
+
+def _usual_line(text: str) -> tuple[NewEvent, int, int, int | None] | None:
+    """A line as export writes it, read by orjson alone and checked by hand; ``None`` for
+    anything else (then :func:`_checked_line` reads it, and says what is wrong).
+
+    orjson's value of JSON text differs from the json module's only in numbers (it reads an
+    int beyond 64 bits as a float): with no float in the event it is exact; with one, it is
+    exact when it encodes back to the very text (as :func:`journal.encoding.loads` checks).
+    """
     try:
-        raw: Any = loads(line.strip())  # a bare line: the fast reading applies
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if type(raw) is not dict:
+        return None
+    seq = raw.pop("seq", _NO_SEQ)
+    at = raw.get("created_at")
+    if not (seq is _NO_SEQ or type(seq) is int) or type(at) is not str:
+        return None
+    if not _EXPORTED_TIME.match(at):
+        return None
+    try:
+        raw["created_at"] = datetime.fromisoformat(at)
+    except ValueError:
+        return None
+    usual = usual_event(raw)
+    if usual is None:
+        return None
+    event, content_kind, metadata_kind = usual
+    if content_kind != PLAIN or metadata_kind != PLAIN:
+        raw["created_at"] = at  # the line as read, to encode back
+        if seq is not _NO_SEQ:
+            raw["seq"] = seq
+        if orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) != text.encode():
+            return None
+    return event, content_kind, metadata_kind, seq if type(seq) is int else None
+
+
+def _checked_line(text: str, number: int) -> tuple[NewEvent, int, int, int | None]:
+    """Any line: the json module's reading of it (see :func:`journal.encoding.loads`), fully
+    validated, or an :class:`EventLineError` saying what is wrong."""
+    try:
+        raw: Any = loads(text)  # a bare line: the fast reading applies
     except json.JSONDecodeError as e:
         raise EventLineError(number, f"not JSON ({e.msg} at column {e.colno})") from None
     except (RecursionError, MemoryError, ValueError) as e:  # too deep, too big a number
@@ -152,7 +213,7 @@ def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
         with contextlib.suppress(ValueError):  # the event takes the fast path of from_mapping
             raw["created_at"] = datetime.fromisoformat(at)
     try:
-        return NewEvent.from_mapping(raw), seq if isinstance(seq, int) else None
+        event, content_kind, metadata_kind = prepare_mapping(raw)
     except ValidationError as e:
         problems = [
             f"{'.'.join(str(part) for part in err['loc']) or 'event'}: {err['msg']}"
@@ -163,3 +224,4 @@ def _parse_line(line: str, number: int) -> tuple[NewEvent, int | None]:
         raise EventLineError(number, f"not a valid event ({e})") from None
     except (RecursionError, MemoryError) as e:
         raise EventLineError(number, f"not a valid event ({type(e).__name__})") from None
+    return event, content_kind, metadata_kind, seq if isinstance(seq, int) else None

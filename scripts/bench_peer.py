@@ -15,7 +15,11 @@ With ``--postgres``, the same batches against a throw-away PostgreSQL 15 cluster
 (``tests/postgres_server.py``; test settings, ``fsync=off``), ours ``PostgresEventStore`` and the
 peer's ``PostgresApplicationRecorder``, each in its own database of the same server.
 
-Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000] [--postgres]``
+With ``--phases``, where the time of our batched append goes instead: the steps of
+``SqliteEventStore.append`` (batches of 100, ``synchronous=NORMAL``) timed one by one, as the
+store runs them, median microseconds per event over ``--events`` events.
+
+Usage: ``python scripts/bench_peer.py [--rounds 7] [--events 20000] [--postgres | --phases]``
 """
 
 from __future__ import annotations
@@ -212,13 +216,87 @@ def postgres(rounds: int, events: int) -> None:
             )
 
 
+def phases(events: int) -> None:
+    """Median µs per event of each step of our batched append (see the module docstring)."""
+    from journal import _sqlite_runs as runs
+    from journal._batch import prepare_batch, stored_record
+    from journal._runs import project
+    from journal._sqlite_conn import transaction
+    from journal._sqlite_rows import to_micros
+
+    spent: dict[str, list[float]] = {}
+
+    def lap(step: str, since: float) -> float:
+        now = time.perf_counter()
+        spent.setdefault(step, []).append(now - since)
+        return now
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteEventStore(Path(tmp) / "ours.db", synchronous="NORMAL")
+        conns: list[sqlite3.Connection] = []
+        store._run("take a connection", conns.append)
+        conn = conns[0]
+        for n in range(events // 100 + 50):  # the first 50 batches warm up
+            batch = [{"thread_id": f"thread-{n % 8}", "run_id": "run-1", "category": "trace",
+                      "event_type": "llm.end", "content": payload(n * 100 + k)}
+                     for k in range(100)]  # fmt: skip
+            t = time.perf_counter()
+            prepared = prepare_batch(batch, store.content_caps, store.metadata_cap)
+            t = lap("prepare: validate, walk, encode (Python)", t)
+            with transaction(conn):
+                t = lap("BEGIN", t)
+                heads: dict[str, list[int]] = {}
+                rows, numbered = [], []
+                for index, event in enumerate(prepared):  # as _sqlite_write._write does
+                    values = event.__dict__
+                    thread, at = values["thread_id"], to_micros(values["created_at"])
+                    if thread not in heads:
+                        row = conn.execute(schema.LAST_SEQ_SQL, (thread,)).fetchone()
+                        heads[thread] = [row[0] if row else 0] * 2 + [at, at]
+                    head = heads[thread]
+                    seq = head[1] = head[1] + 1
+                    head[3] = at
+                    content, metadata = prepared.texts[index]
+                    rows.append((values["event_id"], thread, seq, values["run_id"],
+                                 values["category"], values["event_type"], content, metadata,
+                                 at))  # fmt: skip
+                    numbered.append((seq, event))
+                t = lap("number, rows (Python)", t)
+                projection = project(numbered)
+                t = lap("runs and usage: fold (Python)", t)
+                runs.keep(conn, projection)
+                t = lap("runs and usage: upsert (SQL)", t)
+                conn.executemany(schema.INSERT_EVENT_SQL, rows)
+                t = lap("insert the events (SQL)", t)
+                for thread, (base, last, first_at, last_at) in heads.items():
+                    conn.execute(schema.MOVE_HEAD_SQL, (thread, last, first_at, last_at, base))
+                t = lap("move the head (SQL)", t)
+            t = lap("COMMIT", t)
+            for (seq, event), owned in zip(numbered, prepared.owned, strict=True):
+                stored_record(event, seq, owned)
+            lap("records (Python)", t)
+        store.close()
+    print("| step of a batched append (100 events) | µs per event |")
+    print("|---|---|")
+    total = 0.0
+    for step, laps in spent.items():
+        micros = statistics.median(laps[50:]) / 100 * 1e6
+        total += micros
+        print(f"| {step} | {micros:.2f} |")
+    print(f"| total | {total:.2f} |")
+
+
 def main() -> None:
     """Run every case and print a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--phases", action="store_true")
     args = parser.parse_args()
+    if args.phases:
+        phases(args.events)
+        return
     if args.postgres:
         postgres(args.rounds, args.events)
         return
