@@ -70,6 +70,13 @@ _TERMINAL: Final = frozenset({"run.end", "run.error", "run.cancel", "run.interru
 _MODEL_CALLS: Final = frozenset({"llm.end", "llm.error"})
 _TOOL_CALLS: Final = frozenset({"tool.end", "tool.error"})
 _TOKEN_MAX: Final = 2**31 - 1
+_TOTAL_INDEX: Final = USAGE_KEYS.index("total_tokens")
+assert USAGE_KEYS[:2] == ("input_tokens", "output_tokens")
+#: The event types that change a run's fold beyond its seqs, times and event count (with the
+#: lifecycle category): the common trace event costs no more than that.
+_FOLDED: Final = frozenset(
+    {"llm.end", "llm.error", "tool.end", "tool.error", "message.human", "message.ai"}
+)
 _NAME_CHARS: Final = 256
 _ERROR_CHARS: Final = 4096
 
@@ -96,17 +103,23 @@ def _tokens(value: Any) -> int:
     return min(max(count, 0), _TOKEN_MAX)
 
 
+def _usage_values(metadata: Mapping[str, Any]) -> list[int]:
+    """:func:`call_usage`'s counts, in :data:`USAGE_KEYS` order."""
+    raw = metadata.get("usage")
+    if not raw or not isinstance(raw, Mapping):
+        return [0] * len(USAGE_KEYS)
+    values = [raw.get(key, 0) for key in USAGE_KEYS]
+    for index, value in enumerate(values):
+        if type(value) is not int or not 0 <= value <= _TOKEN_MAX:
+            values[index] = _tokens(value)
+    if not values[_TOTAL_INDEX]:
+        values[_TOTAL_INDEX] = min(values[0] + values[1], _TOKEN_MAX)
+    return values
+
+
 def call_usage(metadata: Mapping[str, Any]) -> dict[str, int]:
     """The :data:`USAGE_KEYS` of one ``llm.end``'s ``metadata.usage`` (zeros when absent)."""
-    raw = metadata.get("usage")
-    raw = raw if isinstance(raw, Mapping) else {}
-    usage = {}
-    for key in USAGE_KEYS:
-        value = raw.get(key, 0)
-        usage[key] = value if type(value) is int and 0 <= value <= _TOKEN_MAX else _tokens(value)
-    if not usage["total_tokens"]:
-        usage["total_tokens"] = min(usage["input_tokens"] + usage["output_tokens"], _TOKEN_MAX)
-    return usage
+    return dict(zip(USAGE_KEYS, _usage_values(metadata), strict=True))
 
 
 def _message_data(content: Any) -> Mapping[str, Any]:
@@ -189,19 +202,24 @@ class RunFold:
         """An empty fold of ``event``'s run, starting at it (add the event next)."""
         return cls(event.thread_id, event.run_id, seq, seq, event.created_at, event.created_at)
 
-    def add(self, seq: int, event: NewEvent) -> tuple[dict[str, int], str | None] | None:
-        """Fold the run's next event in; for an ``llm.end``, the call's usage and model."""
+    def add(self, seq: int, event: NewEvent) -> tuple[list[int], str | None] | None:
+        """Fold the run's next event in; for an ``llm.end``, the call's usage (in
+        :data:`USAGE_KEYS` order) and model."""
         self.last_seq, self.last_event_at = seq, event.created_at
         self.event_count += 1
         kind = event.event_type
+        if kind not in _FOLDED and event.category != "lifecycle":
+            return None  # most events: nothing more
         if event.category == "lifecycle":
             self._lifecycle(event)
         elif kind in _MODEL_CALLS:
             self.llm_calls += 1
             if kind == "llm.end":
-                usage = call_usage(event.metadata)
-                for key, value in usage.items():
-                    self.usage[key] += value
+                usage = _usage_values(event.metadata)
+                if any(usage):
+                    totals = self.usage
+                    for key, value in zip(USAGE_KEYS, usage, strict=True):
+                        totals[key] += value
                 model = _name(event.metadata.get("model"))
                 if model is not None and model not in self.models:
                     self.models.append(model)
@@ -342,11 +360,12 @@ class Projection:
             cell = (event.thread_id, model or "unknown", caller)
             counts = self.calls.get(cell)
             if counts is None:
-                self.calls[cell] = {"calls": 1, **usage}
+                self.calls[cell] = {"calls": 1, **dict(zip(USAGE_KEYS, usage, strict=True))}
             else:
                 counts["calls"] += 1
-                for name, value in usage.items():
-                    counts[name] += value
+                if any(usage):
+                    for name, value in zip(USAGE_KEYS, usage, strict=True):
+                        counts[name] += value
 
     def usage(self) -> dict[str, Buckets]:
         """Per thread with a model call: its buckets — the total, each model, each caller."""

@@ -39,7 +39,13 @@ from journal._runs import (
     thread_usage,
     union_models,
 )
-from journal._runs_rows import RUN_COLUMNS, fold_of, fold_values, merge_assignments
+from journal._runs_rows import (
+    RUN_COLUMNS,
+    fold_of,
+    fold_values,
+    merge_assignments,
+    merge_values,
+)
 from journal._sqlite_rows import from_micros, row_to_event, to_micros
 from journal.events import RunSummary, ThreadUsage
 
@@ -94,13 +100,8 @@ DELETE_RUNS_SQL: Final = "DELETE FROM runs WHERE thread_id = ?"
 _REBUILD_PAGE: Final = 1000
 
 
-def _to_row(run: RunFold) -> list[Any]:
-    values = _to_values(run)
-    values[_MODELS] = json.dumps(run.models)
-    return values
-
-
 def _to_values(run: RunFold) -> list[Any]:
+    """The fold's values, times in µs (the model list a list)."""
     values = fold_values(run)
     for index in _TIMES:
         if values[index] is not None:
@@ -108,29 +109,23 @@ def _to_values(run: RunFold) -> list[Any]:
     return values
 
 
-def _from_values(values: list[Any]) -> RunFold:
-    for index in _TIMES:
-        if values[index] is not None:
-            values[index] = from_micros(values[index])
-    return fold_of(values)
+def _to_row(values: list[Any]) -> list[Any]:
+    """:data:`MERGE_RUN_SQL`'s parameters for a fold's values."""
+    row = values.copy()
+    row[_MODELS] = json.dumps(values[_MODELS])
+    return row
 
 
 def _from_row(row: Sequence[Any]) -> RunFold:
     """The fold of a row of :data:`_SELECT`: the stored run, its thread's tail merged in."""
     values = list(row[:-1])
     values[_MODELS] = json.loads(values[_MODELS])
-    fold = _from_values(values)
     if row[-1] is not None:
-        fold.merge(_tail_fold(row[-1]))
-    return fold
-
-
-def _tail_text(run: RunFold) -> str:
-    return orjson.dumps(_to_values(run)).decode()
-
-
-def _tail_fold(text: str) -> RunFold:
-    return _from_values(orjson.loads(text))
+        values = merge_values(values, orjson.loads(row[-1]))
+    for index in _TIMES:
+        if values[index] is not None:
+            values[index] = from_micros(values[index])
+    return fold_of(values)
 
 
 class _Kept(threading.local):
@@ -191,15 +186,14 @@ def keep(conn: sqlite3.Connection, projection: Projection) -> None:
         stored = conn.execute(HEAD_SQL, (thread_id,)).fetchone()
         tail_run, tail, usage = stored if stored is not None else (None, None, None)
         if len(folds) == 1 and folds[0].run_id == tail_run:  # the usual case: the run goes on
-            fold = folds[0]
+            values = _to_values(folds[0])
             if tail is not None:
-                fold = _tail_fold(tail)
-                fold.merge(folds[0])
-            heads[thread_id] = [tail_run, _tail_text(fold), usage]
+                values = merge_values(orjson.loads(tail), values)
+            heads[thread_id] = [tail_run, orjson.dumps(values).decode(), usage]
         else:  # another run (or several): the tail and the batch go into their rows
             if tail is not None:
-                rows.append(_to_row(_tail_fold(tail)))
-            rows += [_to_row(fold) for fold in folds]
+                rows.append(_to_row(orjson.loads(tail)))
+            rows += [_to_row(_to_values(fold)) for fold in folds]
             newest = max(folds, key=lambda fold: fold.last_seq)
             heads[thread_id] = [newest.run_id, None, usage]
         heads[thread_id][2] = _add_cells(usage, projection, thread_id)
@@ -221,7 +215,9 @@ def rebuild(conn: sqlite3.Connection) -> None:
                 event = row_to_event(row)
                 projection.add(event.seq, event)
             after = rows[-1][2]
-        conn.executemany(MERGE_RUN_SQL, [_to_row(fold) for fold in projection.runs.values()])
+        conn.executemany(
+            MERGE_RUN_SQL, [_to_row(_to_values(fold)) for fold in projection.runs.values()]
+        )
         usage = _add_cells(None, projection, thread_id)
         conn.execute(_SET_HEAD_SQL, (None, None, usage, thread_id))
 
