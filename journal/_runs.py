@@ -16,8 +16,9 @@ What is read (all optional, tolerated when absent or of the wrong type):
   ``content.error_type`` / ``content.error``;
 * ``llm.end``: ``metadata.model``, ``metadata.caller``, ``metadata.usage`` (``input_tokens``,
   ``output_tokens``, ``total_tokens`` — input + output when missing or 0 —,
-  ``cache_read_tokens``, ``reasoning_tokens``); ``llm.end``/``llm.error`` and
-  ``tool.end``/``tool.error`` are counted;
+  ``cache_read_tokens``, ``reasoning_tokens``); ``llm.error``: ``metadata.model`` (the model
+  the failed call asked for: a run's models are those of its ended and failed calls, in order
+  of first use); ``llm.end``/``llm.error`` and ``tool.end``/``tool.error`` are counted;
 * ``message.human`` (first one not hidden: ``metadata.hidden``, else the content's
   ``additional_kwargs.hide_from_ui``) and ``message.ai`` (last one with ``metadata.caller``
   ``agent``, or no caller): their text, cut to :data:`PREVIEW_CHARS`. Messages without text
@@ -214,15 +215,16 @@ class RunFold:
             self._lifecycle(event)
         elif kind in _MODEL_CALLS:
             self.llm_calls += 1
-            if kind == "llm.end":
+            if kind == "llm.error":  # the model it asked for: a run may have no other call
+                self._uses(_name(event.metadata.get("model")))
+            else:
                 usage = _usage_values(event.metadata)
                 if any(usage):
                     totals = self.usage
                     for key, value in zip(USAGE_KEYS, usage, strict=True):
                         totals[key] += value
                 model = _name(event.metadata.get("model"))
-                if model is not None and model not in self.models:
-                    self.models.append(model)
+                self._uses(model)
                 return usage, model
         elif kind in _TOOL_CALLS:
             self.tool_calls += 1
@@ -232,6 +234,10 @@ class RunFold:
         elif kind == "message.ai" and event.metadata.get("caller", "agent") == "agent":
             self.last_ai = _preview(event) or self.last_ai
         return None
+
+    def _uses(self, model: str | None) -> None:
+        if model is not None and model not in self.models:
+            self.models.append(model)
 
     def _lifecycle(self, event: NewEvent) -> None:
         self.lifecycle = event.event_type
