@@ -2,19 +2,19 @@
 
 :func:`keep` runs inside the append's write transaction, before the events go in; the head's
 move after them (:data:`journal._sqlite_schema.MOVE_HEAD_SQL`, which every append makes
-anyway) writes what it computed for each thread's head row, so that the usual commit — more
-events of the run the thread is in — costs one read of the head and no write of its own:
+anyway) writes what it computed into the thread's head row, ``kept`` (JSON ``[tail_run,
+tail, cells]``), so that the usual commit — more events of the run the thread is in — costs
+one read of the head and no write of its own:
 
-* a thread's usage is one JSON value of its head: the counts of its model calls per
-  ``(model, caller)`` cell; :func:`read_usage` sums the cells into the total, per-model and
-  per-caller buckets;
-* the head's ``tail`` is the fold of the newest events of its run ``tail_run`` that are not
-  merged into that run's row yet, and the reads merge it in by the same rules. A batch of that
+* ``cells`` is the thread's usage: the counts of its model calls per ``(model, caller)``;
+  :func:`read_usage` sums them into the total, per-model and per-caller buckets;
+* ``tail`` is the fold of the newest events of the run ``tail_run`` that are not merged into
+  that run's row yet (or null), and the reads merge it in by the same rules. A batch of that
   run alone is merged into the tail; any other batch merges the tail and the batch's folds
   into ``runs`` — one upsert per run, by the rules of :data:`journal._runs.MERGE_RULES`
   rendered as SQL (the model list's union is :func:`journal._runs.union_models` itself,
   registered on each connection by :func:`prepare_connection`) — and the batch's newest run
-  becomes the tail's run, with an empty tail.
+  becomes ``tail_run``, with a null tail.
 
 O(runs and cells of the batch), never the thread's events. :func:`rebuild` fills both from
 the stored events (after a migration).
@@ -62,6 +62,7 @@ __all__ = [
 _COLUMNS: Final = ", ".join(RUN_COLUMNS)
 _TIMES: Final = tuple(RUN_COLUMNS.index(c) for c in ("started_at", "last_event_at", "ended_at"))
 _MODELS: Final = RUN_COLUMNS.index("models")
+_RUN_ID: Final = RUN_COLUMNS.index("run_id")
 #: SQLite's form of each merge rule: ``runs`` the stored row, ``excluded`` the batch's.
 _SET: Final[dict[str, str | None]] = {
     "keep": None,
@@ -81,21 +82,19 @@ MERGE_RUN_SQL: Final = (
     f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)}"
 )
 #: What :func:`keep` needs of a thread's head.
-HEAD_SQL: Final = "SELECT tail_run, tail, usage FROM thread_heads WHERE thread_id = ?"
-_SET_HEAD_SQL: Final = (
-    "UPDATE thread_heads SET tail_run = ?, tail = ?, usage = ? WHERE thread_id = ?"
-)
-#: A run's row and its thread's tail when it is the tail's run. Followed by conditions.
+HEAD_SQL: Final = "SELECT kept FROM thread_heads WHERE thread_id = ?"
+_SET_HEAD_SQL: Final = "UPDATE thread_heads SET kept = ? WHERE thread_id = ?"
+#: A run's row and its thread's ``kept`` (holding the run's tail when it is the tail's run).
 _SELECT: Final = (
-    f"SELECT {', '.join(f'runs.{c}' for c in RUN_COLUMNS)}, h.tail FROM runs "
-    "LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id AND h.tail_run = runs.run_id"
+    f"SELECT {', '.join(f'runs.{c}' for c in RUN_COLUMNS)}, h.kept FROM runs "
+    "LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id"
 )
 #: Followed by the cursor conditions, the order and the limit.
 PAGE_SQL: Final = f"{_SELECT} WHERE runs.thread_id = ?"
 GET_RUN_SQL: Final = f"{_SELECT} WHERE runs.run_id = ?"
 FIRST_STARTED: Final = " ORDER BY runs.started_at, runs.thread_id LIMIT 1"
-#: The thread's run count and usage cells (one row, one snapshot).
-USAGE_SQL: Final = "SELECT run_count, usage FROM thread_heads WHERE thread_id = ?"
+#: The thread's run count and ``kept`` (its usage cells): one row, one snapshot.
+USAGE_SQL: Final = "SELECT run_count, kept FROM thread_heads WHERE thread_id = ?"
 DELETE_RUNS_SQL: Final = "DELETE FROM runs WHERE thread_id = ?"
 _REBUILD_PAGE: Final = 1000
 
@@ -116,62 +115,77 @@ def _to_row(values: list[Any]) -> list[Any]:
     return row
 
 
-def _from_row(row: Sequence[Any]) -> RunFold:
-    """The fold of a row of :data:`_SELECT`: the stored run, its thread's tail merged in."""
+def _from_row(row: Sequence[Any], kept: list[Any] | None) -> RunFold:
+    """The fold of a row of :data:`_SELECT` (``kept``: its decoded last column): the stored
+    run, with its thread's tail merged in when it is the tail's run."""
     values = list(row[:-1])
     values[_MODELS] = json.loads(values[_MODELS])
-    if row[-1] is not None:
-        values = merge_values(values, orjson.loads(row[-1]))
+    if kept is not None and kept[1] is not None and kept[0] == values[_RUN_ID]:
+        values = merge_values(values, kept[1])
     for index in _TIMES:
         if values[index] is not None:
             values[index] = from_micros(values[index])
     return fold_of(values)
 
 
+def _folds(rows: Iterable[Sequence[Any]]) -> list[RunFold]:
+    """The folds of rows of :data:`_SELECT` (each thread's ``kept`` decoded once)."""
+    decoded: dict[str, list[Any]] = {}
+    folds = []
+    for row in rows:
+        text = row[-1]
+        if text is not None and text not in decoded:
+            decoded[text] = orjson.loads(text)
+        folds.append(_from_row(row, None if text is None else decoded[text]))
+    return folds
+
+
 class _Kept(threading.local):
     """What :func:`keep` computed for the heads in this OS thread's transaction: thread id ->
-    ``[tail_run, tail, usage]``. A pooled connection serves one OS thread for one operation,
-    and an append keeps its runs and moves its heads on one connection in one transaction."""
+    ``kept`` (JSON text). A pooled connection serves one OS thread for one operation, and an
+    append keeps its runs and moves its heads on one connection in one transaction."""
 
     def __init__(self) -> None:
-        self.heads: dict[str, list[Any]] = {}
+        self.heads: dict[str, str] = {}
 
 
 _kept: Final = _Kept()
 
 
-def _kept_value(thread_id: str, index: int, stored: Any) -> Any:
-    """``runjournal_kept(thread_id, index, stored)``: the head column ``index`` as
-    :func:`keep` computed it, else the stored value."""
-    values = _kept.heads.get(thread_id)
-    return stored if values is None else values[index]
+def _kept_value(thread_id: str) -> str | None:
+    """``runjournal_kept(thread_id)``: the head's ``kept`` as :func:`keep` computed it in
+    this transaction, else NULL (the stored value stays)."""
+    return _kept.heads.get(thread_id)
 
 
 def prepare_connection(conn: sqlite3.Connection) -> None:
     """Register what :data:`MERGE_RUN_SQL` and the head's move call on a new connection."""
     conn.create_function("runjournal_union", 2, _union, deterministic=True)
-    conn.create_function("runjournal_kept", 3, _kept_value)
+    conn.create_function("runjournal_kept", 1, _kept_value)
 
 
 def _union(old: str, new: str) -> str:
     return json.dumps(union_models(json.loads(old), json.loads(new)))
 
 
-def _add_cells(stored: str | None, projection: Projection, thread_id: str) -> str | None:
-    """The thread's usage cells with the batch's calls added (JSON, sorted by cell)."""
-    cells = {(c[0], c[1]): c[2:] for c in orjson.loads(stored)} if stored is not None else {}
-    added = False
-    for (thread, model, caller), counts in projection.calls.items():
-        if thread == thread_id:
-            added = True
-            old = cells.get((model, caller))
-            new = [counts[name] for name in USAGE_COUNTS]
-            if old is not None:
-                new = [a + b for a, b in zip(old, new, strict=True)]
-            cells[model, caller] = new
-    if not added:
-        return stored
-    return orjson.dumps([[*cell, *counts] for cell, counts in sorted(cells.items())]).decode()
+def _add_calls(cells: list[list[Any]], calls: Iterable[tuple[str, str, dict[str, int]]]) -> None:
+    """Add model calls' counts to usage cells (``[model, caller, *counts]``, kept sorted)."""
+    for model, caller, counts in calls:
+        for cell in cells:
+            if cell[0] == model and cell[1] == caller:
+                for index, name in enumerate(USAGE_COUNTS, start=2):
+                    cell[index] += counts[name]
+                break
+        else:
+            cells.append([model, caller, *(counts[name] for name in USAGE_COUNTS)])
+            cells.sort()
+
+
+def _calls_by_thread(projection: Projection) -> dict[str, list[tuple[str, str, dict[str, int]]]]:
+    calls: dict[str, list[tuple[str, str, dict[str, int]]]] = {}
+    for (thread_id, model, caller), counts in projection.calls.items():
+        calls.setdefault(thread_id, []).append((model, caller, counts))
+    return calls
 
 
 def keep(conn: sqlite3.Connection, projection: Projection) -> None:
@@ -180,23 +194,22 @@ def keep(conn: sqlite3.Connection, projection: Projection) -> None:
     threads: dict[str, list[RunFold]] = {}
     for (thread_id, _), fold in projection.runs.items():
         threads.setdefault(thread_id, []).append(fold)
-    heads: dict[str, list[Any]] = {}
+    calls = _calls_by_thread(projection)
+    heads: dict[str, str] = {}
     rows = []
     for thread_id, folds in threads.items():
-        stored = conn.execute(HEAD_SQL, (thread_id,)).fetchone()
-        tail_run, tail, usage = stored if stored is not None else (None, None, None)
+        (stored,) = conn.execute(HEAD_SQL, (thread_id,)).fetchone() or (None,)
+        tail_run, tail, cells = orjson.loads(stored) if stored is not None else (None, None, [])
         if len(folds) == 1 and folds[0].run_id == tail_run:  # the usual case: the run goes on
             values = _to_values(folds[0])
-            if tail is not None:
-                values = merge_values(orjson.loads(tail), values)
-            heads[thread_id] = [tail_run, orjson.dumps(values).decode(), usage]
+            tail = values if tail is None else merge_values(tail, values)
         else:  # another run (or several): the tail and the batch go into their rows
             if tail is not None:
-                rows.append(_to_row(orjson.loads(tail)))
+                rows.append(_to_row(tail))
             rows += [_to_row(_to_values(fold)) for fold in folds]
-            newest = max(folds, key=lambda fold: fold.last_seq)
-            heads[thread_id] = [newest.run_id, None, usage]
-        heads[thread_id][2] = _add_cells(usage, projection, thread_id)
+            tail_run, tail = max(folds, key=lambda fold: fold.last_seq).run_id, None
+        _add_calls(cells, calls.get(thread_id, ()))
+        heads[thread_id] = orjson.dumps([tail_run, tail, cells]).decode()
     _kept.heads = heads
     if rows:
         conn.executemany(MERGE_RUN_SQL, rows)
@@ -218,8 +231,10 @@ def rebuild(conn: sqlite3.Connection) -> None:
         conn.executemany(
             MERGE_RUN_SQL, [_to_row(_to_values(fold)) for fold in projection.runs.values()]
         )
-        usage = _add_cells(None, projection, thread_id)
-        conn.execute(_SET_HEAD_SQL, (None, None, usage, thread_id))
+        cells: list[list[Any]] = []
+        _add_calls(cells, _calls_by_thread(projection).get(thread_id, ()))
+        kept = orjson.dumps([None, None, cells]).decode()  # no tail: every run is in its row
+        conn.execute(_SET_HEAD_SQL, (kept, thread_id))
 
 
 def page_statement(query: ReadQuery) -> tuple[str, list[Any]]:
@@ -249,22 +264,22 @@ def seq_range(run_count: int) -> tuple[str, str]:
     runs = f"WHERE runs.thread_id = ? AND runs.run_id IN ({', '.join('?' * run_count)})"
     return (
         f"(SELECT MIN(runs.first_seq) FROM runs {runs})",
-        "(SELECT MAX(CASE WHEN h.tail IS NULL THEN runs.last_seq ELSE h.last_seq END) "
-        f"FROM runs LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id "
-        f"AND h.tail_run = runs.run_id {runs})",
+        "(SELECT MAX(CASE WHEN json_extract(h.kept, '$[0]') IS runs.run_id "
+        "AND json_type(h.kept, '$[1]') = 'array' THEN h.last_seq ELSE runs.last_seq END) "
+        f"FROM runs LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id {runs})",
     )
 
 
 def runs_page(conn: sqlite3.Connection, query: ReadQuery) -> list[RunSummary]:
     """The runs ``query`` selects by ``first_seq``: one range of the page index."""
-    runs = [_from_row(row).summary() for row in conn.execute(*page_statement(query))]
+    runs = [fold.summary() for fold in _folds(conn.execute(*page_statement(query)))]
     return runs[::-1] if query.newest_first else runs
 
 
 def get_run(conn: sqlite3.Connection, run_id: str, thread_id: str | None) -> RunSummary | None:
     """The run ``run_id`` (of ``thread_id``), the first started of them if several."""
-    row = conn.execute(*run_statement(run_id, thread_id)).fetchone()
-    return None if row is None else _from_row(row).summary()
+    folds = _folds(conn.execute(*run_statement(run_id, thread_id)).fetchmany(1))
+    return folds[0].summary() if folds else None
 
 
 def read_usage(conn: sqlite3.Connection, thread_id: str) -> ThreadUsage:
@@ -272,9 +287,10 @@ def read_usage(conn: sqlite3.Connection, thread_id: str) -> ThreadUsage:
     row = conn.execute(USAGE_SQL, (thread_id,)).fetchone()
     if row is None:
         return thread_usage(thread_id, [], 0)
+    cells = orjson.loads(row[1])[2] if row[1] is not None else []
     calls = {
         (thread_id, cell[0], cell[1]): dict(zip(USAGE_COUNTS, cell[2:], strict=True))
-        for cell in (orjson.loads(row[1]) if row[1] is not None else [])
+        for cell in cells
     }
     summed = Projection(calls=calls).usage().get(thread_id, {})
     buckets: Iterable[tuple[str, str, dict[str, int]]] = [

@@ -36,12 +36,12 @@ Version 5 keeps fewer B-trees on the write path: the ``(thread_id, category, seq
 index of the events that are not traces, serves category reads and the timeline, and a read
 by run walks ``(thread_id, seq)`` within the seq range ``runs`` keeps for it.
 
-Version 6 keeps runs and usage with fewer statements and pages per commit: a thread's usage
-moves into its head row (``usage``, the calls' counts per ``(model, caller)`` cell, JSON), and
-so does the part of its current run not yet merged into the run's row (``tail_run``, ``tail``:
-the fold of that run's latest events, JSON), both written by the head's move that every append
-makes anyway (:data:`MOVE_HEAD_SQL`). ``thread_usage`` goes; ``runs`` is filled again from the
-events (:data:`RUNS_SINCE`), and the usage with it.
+Version 6 keeps runs and usage with fewer statements and pages per commit: the head row's
+``kept`` (JSON ``[tail_run, tail, cells]``) holds the thread's usage (``cells``: its calls'
+counts per ``(model, caller)``) and the part of its current run ``tail_run`` not yet merged
+into the run's row (``tail``: the fold of that run's newest events, or null), written by the
+head's move that every append makes anyway (:data:`MOVE_HEAD_SQL`). ``thread_usage`` goes;
+``runs`` is filled again from the events (:data:`RUNS_SINCE`), and the usage with it.
 """
 
 from __future__ import annotations
@@ -234,8 +234,7 @@ def _v5(db: Database) -> None:
 def _v6(db: Database) -> None:
     # Usage buckets and a run upsert on every commit cost two statements and two pages: the
     # thread's usage and its current run's newest events now ride on the head's own move.
-    for column in ("tail_run", "tail", "usage"):
-        db.execute(f"ALTER TABLE thread_heads ADD COLUMN {column} TEXT")
+    db.execute("ALTER TABLE thread_heads ADD COLUMN kept TEXT")
     db.execute("DROP TRIGGER IF EXISTS thread_usage_delete_with_thread")
     db.execute("DROP TABLE IF EXISTS thread_usage")
     # Emptied to be filled again from the events (RUNS_SINCE), with the usage.
@@ -274,9 +273,7 @@ EVENT_COLUMNS: Final = (
     "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
 )
 #: Every column of a thread's head (what a copy of the thread takes along).
-HEAD_COLUMNS: Final = (
-    "thread_id, last_seq, first_event_at, last_event_at, run_count, tail_run, tail, usage"
-)
+HEAD_COLUMNS: Final = "thread_id, last_seq, first_event_at, last_event_at, run_count, kept"
 INSERT_EVENT_SQL: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: Followed by a WHERE clause built from bound parameters only.
 SELECT_EVENTS_SQL: Final = f"SELECT {EVENT_COLUMNS} FROM events"
@@ -295,16 +292,14 @@ BUMP_HEAD_SQL: Final = (
 #: new event, the thread's last seq before the batch. :data:`BUMP_HEAD_SQL` with the count of
 #: new runs taken from ``runs`` once the batch's runs are merged in (a run is new exactly when
 #: its first seq is above the old head: an older run keeps its first seq), and the thread's
-#: tail and usage as :func:`journal._sqlite_runs.keep` computed them in this transaction
-#: (``runjournal_kept``; the stored ones stay when it computed none).
+#: ``kept`` as :func:`journal._sqlite_runs.keep` computed it in this transaction
+#: (``runjournal_kept``, one call; the stored one stays when it computed none).
 MOVE_HEAD_SQL: Final = (
     f"INSERT INTO thread_heads ({HEAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, "
-    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5), "
-    "runjournal_kept(?1, 0, NULL), runjournal_kept(?1, 1, NULL), runjournal_kept(?1, 2, NULL)) "
+    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5), runjournal_kept(?1)) "
     "ON CONFLICT (thread_id) DO UPDATE SET "
     "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
-    "run_count = run_count + excluded.run_count, tail_run = runjournal_kept(?1, 0, tail_run), "
-    "tail = runjournal_kept(?1, 1, tail), usage = runjournal_kept(?1, 2, usage)"
+    "run_count = run_count + excluded.run_count, kept = coalesce(excluded.kept, kept)"
 )
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
 DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"

@@ -4,6 +4,7 @@ schema 5 file migrates to the same answers."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -80,17 +81,19 @@ def test_a_run_going_on_alone_costs_no_run_row_write(tmp_path: Path) -> None:
             assert (
                 conn.execute("SELECT event_count FROM runs WHERE run_id = 'r1'").fetchone() == row
             )
-            (tail_run, tail) = conn.execute("SELECT tail_run, tail FROM thread_heads").fetchone()
+            tail_run, tail, _ = json.loads(
+                conn.execute("SELECT kept FROM thread_heads").fetchone()[0]
+            )
             assert tail_run == "r1" and tail is not None
             summary = store.get_run("r1")
             assert summary is not None and summary.status == "success"
             store.append([human("next", run_id="r2")])
             (count,) = conn.execute("SELECT event_count FROM runs WHERE run_id = 'r1'").fetchone()
             assert count == summary.event_count
-            assert conn.execute("SELECT tail_run, tail FROM thread_heads").fetchone() == (
-                "r2",
-                None,
+            tail_run, tail, _ = json.loads(
+                conn.execute("SELECT kept FROM thread_heads").fetchone()[0]
             )
+            assert (tail_run, tail) == ("r2", None)
         finally:
             conn.close()
 

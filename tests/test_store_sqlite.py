@@ -420,8 +420,7 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         store.append([ev("b", run_id="r9")])
     conn = sqlite3.connect(db_path)  # turn the file back into what version 1 wrote
     conn.execute("DROP TABLE runs")
-    for column in ("tail_run", "tail", "usage"):
-        conn.execute(f"ALTER TABLE thread_heads DROP COLUMN {column}")
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
     conn.execute("ALTER TABLE thread_heads DROP COLUMN run_count")
     conn.execute("UPDATE schema_version SET version = 1")
     conn.commit()
@@ -493,8 +492,7 @@ def _undo_version_6(conn: sqlite3.Connection) -> None:
     """Give the heads back their version 5 columns and the usage its own table."""
     from journal._sqlite_schema import _RUNS_AND_USAGE
 
-    for column in ("tail_run", "tail", "usage"):
-        conn.execute(f"ALTER TABLE thread_heads DROP COLUMN {column}")
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
     for statement in _RUNS_AND_USAGE:
         if " thread_usage " in statement:
             conn.execute(statement)
@@ -573,8 +571,7 @@ def test_version_2_file_gains_the_replace_and_head_guards(db_path: Path) -> None
         stored = store.append(many(2))
     conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 2
     conn.execute("DROP TABLE runs")
-    for column in ("tail_run", "tail", "usage"):
-        conn.execute(f"ALTER TABLE thread_heads DROP COLUMN {column}")
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
     for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name NOT IN "
         "('events_append_only_update', 'events_append_only_delete')"
