@@ -72,6 +72,7 @@ _MODEL_CALLS: Final = frozenset({"llm.end", "llm.error"})
 _TOOL_CALLS: Final = frozenset({"tool.end", "tool.error"})
 _TOKEN_MAX: Final = 2**31 - 1
 _TOTAL_INDEX: Final = USAGE_KEYS.index("total_tokens")
+_NO_USAGE: Final = (0,) * len(USAGE_KEYS)
 assert USAGE_KEYS[:2] == ("input_tokens", "output_tokens")
 #: The event types that change a run's fold beyond its seqs, times and event count (with the
 #: lifecycle category): the common trace event costs no more than that.
@@ -107,12 +108,13 @@ def _tokens(value: Any) -> int:
 def _usage_values(metadata: Mapping[str, Any]) -> list[int]:
     """:func:`call_usage`'s counts, in :data:`USAGE_KEYS` order."""
     raw = metadata.get("usage")
-    if not raw or not isinstance(raw, Mapping):
-        return [0] * len(USAGE_KEYS)
-    values = [raw.get(key, 0) for key in USAGE_KEYS]
-    for index, value in enumerate(values):
+    if not raw or (type(raw) is not dict and not isinstance(raw, Mapping)):
+        return list(_NO_USAGE)
+    values = list(map(raw.get, USAGE_KEYS, _NO_USAGE))
+    for value in values:
         if type(value) is not int or not 0 <= value <= _TOKEN_MAX:
-            values[index] = _tokens(value)
+            values = [_tokens(value) for value in values]
+            break
     if not values[_TOTAL_INDEX]:
         values[_TOTAL_INDEX] = min(values[0] + values[1], _TOKEN_MAX)
     return values
@@ -219,10 +221,9 @@ class RunFold:
                 self._uses(_name(event.metadata.get("model")))
             else:
                 usage = _usage_values(event.metadata)
-                if any(usage):
-                    totals = self.usage
-                    for key, value in zip(USAGE_KEYS, usage, strict=True):
-                        totals[key] += value
+                totals = self.usage
+                for key, value in zip(USAGE_KEYS, usage, strict=True):
+                    totals[key] += value
                 model = _name(event.metadata.get("model"))
                 self._uses(model)
                 return usage, model
@@ -369,9 +370,8 @@ class Projection:
                 self.calls[cell] = {"calls": 1, **dict(zip(USAGE_KEYS, usage, strict=True))}
             else:
                 counts["calls"] += 1
-                if any(usage):
-                    for name, value in zip(USAGE_KEYS, usage, strict=True):
-                        counts[name] += value
+                for name, value in zip(USAGE_KEYS, usage, strict=True):
+                    counts[name] += value
 
     def usage(self) -> dict[str, Buckets]:
         """Per thread with a model call: its buckets — the total, each model, each caller."""
