@@ -16,7 +16,7 @@ Guarantees on top of the ``RunEventStore`` contract:
   cursor (within the run's seq range for a read by run), or, when its filters exclude traces,
   the partial index of the thread's other events (what the timeline reads); a page
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
-  ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
+  ``read_usage`` reads the thread's head row: each append keeps its usage, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
