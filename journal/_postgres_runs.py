@@ -76,14 +76,15 @@ def usage_upsert(new_runs: str) -> str:
     ``runjournal_thread_usage``.
 
     ``new_runs`` is the SQL of the number of runs new to the thread (counted in the total
-    bucket's ``runs``, which every batch writes).
+    bucket's ``runs``). A batch with neither a model call nor a new run (most) writes no row.
     """
     counts = ",".join(USAGE_COUNTS)
     return (
         f"INSERT INTO runjournal_thread_usage AS u(thread_id,scope,key,{counts},runs) "
         f"SELECT %(thread_id)s,b.scope,b.key,{','.join(f'b.{c}' for c in USAGE_COUNTS)},"
-        f"CASE WHEN b.scope='{TOTAL[0]}' THEN {new_runs} ELSE 0 END "
-        "FROM json_populate_recordset(NULL::runjournal_thread_usage,%(usage)s) b "
+        f"CASE WHEN b.scope='{TOTAL[0]}' THEN n.runs ELSE 0 END "
+        f"FROM json_populate_recordset(NULL::runjournal_thread_usage,%(usage)s) b,"
+        f"(SELECT {new_runs} AS runs) n WHERE b.calls>0 OR n.runs>0 "
         "ON CONFLICT(thread_id,scope,key) DO UPDATE SET "
         + ",".join(f"{c}=u.{c}+EXCLUDED.{c}" for c in (*USAGE_COUNTS, "runs"))
     )

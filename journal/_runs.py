@@ -16,8 +16,9 @@ What is read (all optional, tolerated when absent or of the wrong type):
   ``content.error_type`` / ``content.error``;
 * ``llm.end``: ``metadata.model``, ``metadata.caller``, ``metadata.usage`` (``input_tokens``,
   ``output_tokens``, ``total_tokens`` — input + output when missing or 0 —,
-  ``cache_read_tokens``, ``reasoning_tokens``); ``llm.end``/``llm.error`` and
-  ``tool.end``/``tool.error`` are counted;
+  ``cache_read_tokens``, ``reasoning_tokens``); ``llm.error``: ``metadata.model`` (the model
+  the failed call asked for: a run's models are those of its ended and failed calls, in order
+  of first use); ``llm.end``/``llm.error`` and ``tool.end``/``tool.error`` are counted;
 * ``message.human`` (first one not hidden: ``metadata.hidden``, else the content's
   ``additional_kwargs.hide_from_ui``) and ``message.ai`` (last one with ``metadata.caller``
   ``agent``, or no caller): their text, cut to :data:`PREVIEW_CHARS`. Messages without text
@@ -37,6 +38,18 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from journal._runs_read import (
+    NAME_CHARS,
+    PREVIEW_CHARS,
+    call_usage,
+    clean,
+    content_value,
+    hidden,
+    message_text,
+    preview,
+    short_name,
+    usage_values,
+)
 from journal._summaries import (
     USAGE_KEYS,
     RunSummary,
@@ -57,6 +70,8 @@ __all__ = [
     "RunFold",
     "add_buckets",
     "by_first_seq",
+    "call_usage",
+    "message_text",
     "project",
     "thread_usage",
     "union_models",
@@ -65,88 +80,16 @@ __all__ = [
 USAGE_COUNTS: Final = ("calls", *USAGE_KEYS)
 #: Usage bucket scopes: the thread's total (key ``""``), per model, per caller.
 TOTAL: Final = ("total", "")
-PREVIEW_CHARS: Final = 200
 _TERMINAL: Final = frozenset({"run.end", "run.error", "run.cancel", "run.interrupt"})
 _MODEL_CALLS: Final = frozenset({"llm.end", "llm.error"})
 _TOOL_CALLS: Final = frozenset({"tool.end", "tool.error"})
-_TOKEN_MAX: Final = 2**31 - 1
-_NAME_CHARS: Final = 256
+#: The event types that change a run's fold beyond its seqs, times and event count (with the
+#: lifecycle category): the common trace event costs no more than that.
+_FOLDED: Final = _MODEL_CALLS | _TOOL_CALLS | {"message.human", "message.ai"}
 _ERROR_CHARS: Final = 4096
 
 #: A thread's usage: ``(scope, key)`` -> counts of :data:`USAGE_COUNTS`.
 Buckets = dict[tuple[str, str], dict[str, int]]
-
-
-# -- reading one event ---------------------------------------------------------------------
-
-
-def _clean(text: str, limit: int) -> str:
-    text = text if "\x00" not in text else text.replace("\x00", "\ufffd")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _name(value: Any) -> str | None:
-    return _clean(value, _NAME_CHARS) if isinstance(value, str) and value else None
-
-
-def _tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    count = value if isinstance(value, int) else int(value) if math.isfinite(value) else 0
-    return min(max(count, 0), _TOKEN_MAX)
-
-
-def call_usage(metadata: Mapping[str, Any]) -> dict[str, int]:
-    """The :data:`USAGE_KEYS` of one ``llm.end``'s ``metadata.usage`` (zeros when absent)."""
-    raw = metadata.get("usage")
-    raw = raw if isinstance(raw, Mapping) else {}
-    usage = {}
-    for key in USAGE_KEYS:
-        value = raw.get(key, 0)
-        usage[key] = value if type(value) is int and 0 <= value <= _TOKEN_MAX else _tokens(value)
-    if not usage["total_tokens"]:
-        usage["total_tokens"] = min(usage["input_tokens"] + usage["output_tokens"], _TOKEN_MAX)
-    return usage
-
-
-def _message_data(content: Any) -> Mapping[str, Any]:
-    data = content.get("data") if isinstance(content, Mapping) else None
-    return data if isinstance(data, Mapping) else {}
-
-
-def message_text(content: Any) -> str:
-    """The text of a stored message: its content if a string, else its text parts joined."""
-    body = _message_data(content).get("content")
-    if isinstance(body, str):
-        return body
-    if not isinstance(body, list):
-        return ""
-    parts = []
-    for part in body:
-        if isinstance(part, str):
-            parts.append(part)
-        elif isinstance(part, Mapping) and part.get("type") == "text":
-            text = part.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "".join(parts)
-
-
-def _hidden(event: NewEvent) -> bool:
-    flag = event.metadata.get("hidden")
-    if isinstance(flag, bool):
-        return flag
-    extra = _message_data(event.content).get("additional_kwargs")
-    return isinstance(extra, Mapping) and bool(extra.get("hide_from_ui"))
-
-
-def _preview(event: NewEvent) -> str | None:
-    text = message_text(event.content)
-    return _clean(text, PREVIEW_CHARS) if text.strip() else None
-
-
-def _content(event: NewEvent, key: str) -> Any:
-    return event.content.get(key) if isinstance(event.content, Mapping) else None
 
 
 # -- a run ---------------------------------------------------------------------------------
@@ -189,45 +132,54 @@ class RunFold:
         """An empty fold of ``event``'s run, starting at it (add the event next)."""
         return cls(event.thread_id, event.run_id, seq, seq, event.created_at, event.created_at)
 
-    def add(self, seq: int, event: NewEvent) -> tuple[dict[str, int], str | None] | None:
-        """Fold the run's next event in; for an ``llm.end``, the call's usage and model."""
+    def add(self, seq: int, event: NewEvent) -> tuple[list[int], str | None] | None:
+        """Fold the run's next event in; for an ``llm.end``, the call's usage (in
+        :data:`USAGE_KEYS` order) and model."""
         self.last_seq, self.last_event_at = seq, event.created_at
         self.event_count += 1
         kind = event.event_type
+        if kind not in _FOLDED and event.category != "lifecycle":
+            return None  # most events: nothing more
         if event.category == "lifecycle":
             self._lifecycle(event)
         elif kind in _MODEL_CALLS:
             self.llm_calls += 1
-            if kind == "llm.end":
-                usage = call_usage(event.metadata)
-                for key, value in usage.items():
-                    self.usage[key] += value
-                model = _name(event.metadata.get("model"))
-                if model is not None and model not in self.models:
-                    self.models.append(model)
+            if kind == "llm.error":  # the model it asked for: a run may have no other call
+                self._uses(short_name(event.metadata.get("model")))
+            else:
+                usage = usage_values(event.metadata)
+                totals = self.usage
+                for key, value in zip(USAGE_KEYS, usage, strict=True):
+                    totals[key] += value
+                model = short_name(event.metadata.get("model"))
+                self._uses(model)
                 return usage, model
         elif kind in _TOOL_CALLS:
             self.tool_calls += 1
         elif kind == "message.human":
-            if self.first_human is None and not _hidden(event):
-                self.first_human = _preview(event)
+            if self.first_human is None and not hidden(event):
+                self.first_human = preview(event)
         elif kind == "message.ai" and event.metadata.get("caller", "agent") == "agent":
-            self.last_ai = _preview(event) or self.last_ai
+            self.last_ai = preview(event) or self.last_ai
         return None
+
+    def _uses(self, model: str | None) -> None:
+        if model is not None and model not in self.models:
+            self.models.append(model)
 
     def _lifecycle(self, event: NewEvent) -> None:
         self.lifecycle = event.event_type
         terminal = event.event_type in _TERMINAL
         self.ended_at = event.created_at if terminal else None
-        duration = _content(event, "duration_ms")
+        duration = content_value(event, "duration_ms")
         valid = isinstance(duration, int | float) and not isinstance(duration, bool)
         self.terminal_duration_ms = (
             float(duration) if terminal and valid and math.isfinite(duration) else None
         )
-        error_type = _content(event, "error_type") if event.event_type == "run.error" else None
-        error = _content(event, "error") if event.event_type == "run.error" else None
-        self.error_type = _clean(error_type, _NAME_CHARS) if isinstance(error_type, str) else None
-        self.error = _clean(error, _ERROR_CHARS) if isinstance(error, str) else None
+        error_type = content_value(event, "error_type") if event.event_type == "run.error" else None
+        error = content_value(event, "error") if event.event_type == "run.error" else None
+        self.error_type = clean(error_type, NAME_CHARS) if isinstance(error_type, str) else None
+        self.error = clean(error, _ERROR_CHARS) if isinstance(error, str) else None
 
     def merge(self, newer: RunFold) -> None:
         """Merge ``newer`` (the same run's later events) into this fold, by :data:`MERGE_RULES`."""
@@ -338,14 +290,14 @@ class Projection:
         call = run.add(seq, event)
         if call is not None:
             usage, model = call
-            caller = _name(event.metadata.get("caller")) or "unknown"
+            caller = short_name(event.metadata.get("caller")) or "unknown"
             cell = (event.thread_id, model or "unknown", caller)
             counts = self.calls.get(cell)
             if counts is None:
-                self.calls[cell] = {"calls": 1, **usage}
+                self.calls[cell] = {"calls": 1, **dict(zip(USAGE_KEYS, usage, strict=True))}
             else:
                 counts["calls"] += 1
-                for name, value in usage.items():
+                for name, value in zip(USAGE_KEYS, usage, strict=True):
                     counts[name] += value
 
     def usage(self) -> dict[str, Buckets]:

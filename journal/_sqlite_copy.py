@@ -2,7 +2,7 @@
 
 :func:`copy_thread` is :func:`journal.copy.copy_store`'s path between two SQLite stores: the
 source file is attached to a target connection and, in one write transaction, the thread's
-rows (events as stored, its runs, its usage buckets, its head) are inserted with
+rows (events as stored, its runs, its head with its usage) are inserted with
 ``INSERT ... SELECT`` — no row is decoded, validated or encoded again in Python. The rows are
 the very bytes the source stored, so the target thread reads back equal to the source thread;
 the target's triggers check every inserted event as they check any insert.
@@ -22,15 +22,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from journal import _sqlite_schema as sql
-from journal._runs import USAGE_COUNTS
 from journal._runs_rows import RUN_COLUMNS
 from journal._sqlite_conn import transaction
 
 __all__ = ["copy_thread"]
 
 _SOURCE: Final = "runjournal_source"
-_HEAD_COLUMNS: Final = "thread_id, last_seq, first_event_at, last_event_at, run_count"
-_USAGE_COLUMNS: Final = f"thread_id, scope, key, {', '.join(USAGE_COUNTS)}"
 _RUNS: Final = ", ".join(RUN_COLUMNS)
 
 
@@ -81,8 +78,7 @@ def copy_thread(
             ).rowcount
             for table, columns in (
                 ("runs", _RUNS),
-                ("thread_usage", _USAGE_COLUMNS),
-                ("thread_heads", _HEAD_COLUMNS),  # last: its trigger checks the events
+                ("thread_heads", sql.HEAD_COLUMNS),  # last: its trigger checks the events
             ):
                 conn.execute(
                     f"INSERT INTO main.{table} ({columns}) SELECT {columns} "

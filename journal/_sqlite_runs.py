@@ -1,20 +1,34 @@
 """The SQLite backend's runs and usage: kept by each append, read by page, id and thread.
 
-:func:`keep` runs inside the append's write transaction: one upsert per run the batch
-touches, which merges the batch's fold into the stored row by the rules of
-:data:`journal._runs.MERGE_RULES` rendered as SQL (the model list's union is
-:func:`journal._runs.union_models` itself, registered on each connection by
-:func:`prepare_connection`), and one upsert per usage bucket — O(runs and buckets of the
-batch) rows, never the thread's events. :func:`rebuild` fills both tables from the stored
-events (after a migration).
+:func:`keep` runs inside the append's write transaction, before the events go in; the head's
+move after them (:data:`journal._sqlite_schema.MOVE_HEAD_SQL`, which every append makes
+anyway) writes what it computed into the thread's head row, ``kept`` (JSON ``[tail_run,
+tail, cells]``), so that the usual commit — more events of the run the thread is in — costs
+one read of the head and no write of its own:
+
+* ``cells`` is the thread's usage: the counts of its model calls per ``(model, caller)``;
+  :func:`read_usage` sums them into the total, per-model and per-caller buckets;
+* ``tail`` is the fold of the newest events of the run ``tail_run`` that are not merged into
+  that run's row yet (or null), and the reads merge it in by the same rules. A batch of that
+  run alone is merged into the tail; any other batch merges the tail and the batch's folds
+  into ``runs`` — one upsert per run, by the rules of :data:`journal._runs.MERGE_RULES`
+  rendered as SQL (the model list's union is :func:`journal._runs.union_models` itself,
+  registered on each connection by :func:`prepare_connection`) — and the batch's newest run
+  becomes ``tail_run``, with a null tail.
+
+O(runs and cells of the batch), never the thread's events. :func:`rebuild` fills both from
+the stored events (after a migration).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
+
+import orjson
 
 from journal import _sqlite_schema as sql
 from journal._query import ReadQuery
@@ -25,14 +39,30 @@ from journal._runs import (
     thread_usage,
     union_models,
 )
-from journal._runs_rows import RUN_COLUMNS, fold_of, fold_values, merge_assignments
+from journal._runs_rows import (
+    RUN_COLUMNS,
+    fold_of,
+    fold_values,
+    merge_assignments,
+    merge_values,
+)
 from journal._sqlite_rows import from_micros, row_to_event, to_micros
 from journal.events import RunSummary, ThreadUsage
 
-__all__ = ["get_run", "keep", "prepare_connection", "read_usage", "rebuild", "runs_page"]
+__all__ = [
+    "get_run",
+    "keep",
+    "prepare_connection",
+    "read_usage",
+    "rebuild",
+    "runs_page",
+    "seq_range",
+]
 
 _COLUMNS: Final = ", ".join(RUN_COLUMNS)
-_TIMES: Final = frozenset({"started_at", "last_event_at", "ended_at"})
+_TIMES: Final = tuple(RUN_COLUMNS.index(c) for c in ("started_at", "last_event_at", "ended_at"))
+_MODELS: Final = RUN_COLUMNS.index("models")
+_RUN_ID: Final = RUN_COLUMNS.index("run_id")
 #: SQLite's form of each merge rule: ``runs`` the stored row, ``excluded`` the batch's.
 _SET: Final[dict[str, str | None]] = {
     "keep": None,
@@ -44,77 +74,149 @@ _SET: Final[dict[str, str | None]] = {
     "union": "CASE WHEN excluded.{c} IN ('[]', runs.{c}) THEN runs.{c} "  # the usual case
     "ELSE runjournal_union(runs.{c}, excluded.{c}) END",
 }
-#: Inserts a batch's fold of a run, or merges it into the stored one. (Whether it inserted is
-#: counted by the head's move, :data:`journal._sqlite_schema.MOVE_HEAD_SQL`, in one range
-#: count: cheaper than ``RETURNING`` or a lookup per run.)
+#: Inserts a fold of a run, or merges it into the stored one. (Whether it inserted is counted
+#: by the head's move, :data:`journal._sqlite_schema.MOVE_HEAD_SQL`, in one range count:
+#: cheaper than ``RETURNING`` or a lookup per run.)
 MERGE_RUN_SQL: Final = (
     f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))}) "
     f"ON CONFLICT (thread_id, run_id) DO UPDATE SET {merge_assignments(_SET)}"
 )
-#: Adds a batch's counts to a usage bucket.
-ADD_USAGE_SQL: Final = (
-    f"INSERT INTO thread_usage (thread_id, scope, key, {', '.join(USAGE_COUNTS)}) "
-    f"VALUES (?, ?, ?, {', '.join('?' * len(USAGE_COUNTS))}) "
-    "ON CONFLICT (thread_id, scope, key) DO UPDATE SET "
-    + ", ".join(f"{c} = {c} + excluded.{c}" for c in USAGE_COUNTS)
+#: What :func:`keep` needs of a thread's head.
+HEAD_SQL: Final = "SELECT kept FROM thread_heads WHERE thread_id = ?"
+_SET_HEAD_SQL: Final = "UPDATE thread_heads SET kept = ? WHERE thread_id = ?"
+#: A run's row and its thread's ``kept`` (holding the run's tail when it is the tail's run).
+_SELECT: Final = (
+    f"SELECT {', '.join(f'runs.{c}' for c in RUN_COLUMNS)}, h.kept FROM runs "
+    "LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id"
 )
 #: Followed by the cursor conditions, the order and the limit.
-PAGE_SQL: Final = f"SELECT {_COLUMNS} FROM runs WHERE thread_id = ?"
-GET_RUN_SQL: Final = f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?"
-FIRST_STARTED: Final = " ORDER BY started_at, thread_id LIMIT 1"
-#: The thread's run count and usage buckets in one statement (one snapshot): one row per
-#: bucket, or one row of NULL buckets for a thread without model calls.
-USAGE_SQL: Final = (
-    f"SELECT h.run_count, u.scope, u.key, {', '.join(f'u.{c}' for c in USAGE_COUNTS)} "
-    "FROM thread_heads h LEFT JOIN thread_usage u ON u.thread_id = h.thread_id "
-    "WHERE h.thread_id = ?"
-)
+PAGE_SQL: Final = f"{_SELECT} WHERE runs.thread_id = ?"
+GET_RUN_SQL: Final = f"{_SELECT} WHERE runs.run_id = ?"
+FIRST_STARTED: Final = " ORDER BY runs.started_at, runs.thread_id LIMIT 1"
+#: The thread's run count and ``kept`` (its usage cells): one row, one snapshot.
+USAGE_SQL: Final = "SELECT run_count, kept FROM thread_heads WHERE thread_id = ?"
 DELETE_RUNS_SQL: Final = "DELETE FROM runs WHERE thread_id = ?"
-DELETE_USAGE_SQL: Final = "DELETE FROM thread_usage WHERE thread_id = ?"
 _REBUILD_PAGE: Final = 1000
 
 
-def _to_row(run: RunFold) -> list[Any]:
+def _to_values(run: RunFold) -> list[Any]:
+    """The fold's values, times in µs (the model list a list)."""
     values = fold_values(run)
-    for index, column in enumerate(RUN_COLUMNS):
-        if column in _TIMES and values[index] is not None:
+    for index in _TIMES:
+        if values[index] is not None:
             values[index] = to_micros(values[index])
-    values[RUN_COLUMNS.index("models")] = json.dumps(run.models)
     return values
 
 
-def _from_row(row: Sequence[Any]) -> RunFold:
-    values = list(row)
-    for index, column in enumerate(RUN_COLUMNS):
-        if column in _TIMES and values[index] is not None:
+def _to_row(values: list[Any]) -> list[Any]:
+    """:data:`MERGE_RUN_SQL`'s parameters for a fold's values."""
+    row = values.copy()
+    row[_MODELS] = json.dumps(values[_MODELS])
+    return row
+
+
+def _from_row(row: Sequence[Any], kept: list[Any] | None) -> RunFold:
+    """The fold of a row of :data:`_SELECT` (``kept``: its decoded last column): the stored
+    run, with its thread's tail merged in when it is the tail's run."""
+    values = list(row[:-1])
+    values[_MODELS] = json.loads(values[_MODELS])
+    if kept is not None and kept[1] is not None and kept[0] == values[_RUN_ID]:
+        values = merge_values(values, kept[1])
+    for index in _TIMES:
+        if values[index] is not None:
             values[index] = from_micros(values[index])
-    values[RUN_COLUMNS.index("models")] = json.loads(values[RUN_COLUMNS.index("models")])
     return fold_of(values)
 
 
+def _folds(rows: Iterable[Sequence[Any]]) -> list[RunFold]:
+    """The folds of rows of :data:`_SELECT` (each thread's ``kept`` decoded once)."""
+    decoded: dict[str, list[Any]] = {}
+    folds = []
+    for row in rows:
+        text = row[-1]
+        if text is not None and text not in decoded:
+            decoded[text] = orjson.loads(text)
+        folds.append(_from_row(row, None if text is None else decoded[text]))
+    return folds
+
+
+class _Kept(threading.local):
+    """What :func:`keep` computed for the heads in this OS thread's transaction: thread id ->
+    ``kept`` (JSON text). A pooled connection serves one OS thread for one operation, and an
+    append keeps its runs and moves its heads on one connection in one transaction."""
+
+    def __init__(self) -> None:
+        self.heads: dict[str, str] = {}
+
+
+_kept: Final = _Kept()
+
+
+def _kept_value(thread_id: str) -> str | None:
+    """``runjournal_kept(thread_id)``: the head's ``kept`` as :func:`keep` computed it in
+    this transaction, else NULL (the stored value stays)."""
+    return _kept.heads.get(thread_id)
+
+
 def prepare_connection(conn: sqlite3.Connection) -> None:
-    """Register what :data:`MERGE_RUN_SQL` calls on a new connection."""
+    """Register what :data:`MERGE_RUN_SQL` and the head's move call on a new connection."""
     conn.create_function("runjournal_union", 2, _union, deterministic=True)
+    conn.create_function("runjournal_kept", 1, _kept_value)
 
 
 def _union(old: str, new: str) -> str:
     return json.dumps(union_models(json.loads(old), json.loads(new)))
 
 
+def _add_calls(cells: list[list[Any]], calls: Iterable[tuple[str, str, dict[str, int]]]) -> None:
+    """Add model calls' counts to usage cells (``[model, caller, *counts]``, kept sorted)."""
+    for model, caller, counts in calls:
+        for cell in cells:
+            if cell[0] == model and cell[1] == caller:
+                for index, name in enumerate(USAGE_COUNTS, start=2):
+                    cell[index] += counts[name]
+                break
+        else:
+            cells.append([model, caller, *(counts[name] for name in USAGE_COUNTS)])
+            cells.sort()
+
+
+def _calls_by_thread(projection: Projection) -> dict[str, list[tuple[str, str, dict[str, int]]]]:
+    calls: dict[str, list[tuple[str, str, dict[str, int]]]] = {}
+    for (thread_id, model, caller), counts in projection.calls.items():
+        calls.setdefault(thread_id, []).append((model, caller, counts))
+    return calls
+
+
 def keep(conn: sqlite3.Connection, projection: Projection) -> None:
-    """Merge a batch's projection into the tables (the head counts the new runs after)."""
-    conn.executemany(MERGE_RUN_SQL, [_to_row(fold) for fold in projection.runs.values()])
-    usage = [
-        (thread_id, scope, key, *(counts[c] for c in USAGE_COUNTS))
-        for thread_id, buckets in projection.usage().items()
-        for (scope, key), counts in buckets.items()
-    ]
-    if usage:  # most batches hold no model call's end
-        conn.executemany(ADD_USAGE_SQL, usage)
+    """Merge a batch's projection into the runs and the heads' tails and usage (written by
+    the head's move after the events)."""
+    threads: dict[str, list[RunFold]] = {}
+    for (thread_id, _), fold in projection.runs.items():
+        threads.setdefault(thread_id, []).append(fold)
+    calls = _calls_by_thread(projection)
+    heads: dict[str, str] = {}
+    rows = []
+    for thread_id, folds in threads.items():
+        (stored,) = conn.execute(HEAD_SQL, (thread_id,)).fetchone() or (None,)
+        tail_run, tail, cells = orjson.loads(stored) if stored is not None else (None, None, [])
+        if len(folds) == 1 and folds[0].run_id == tail_run:  # the usual case: the run goes on
+            values = _to_values(folds[0])
+            tail = values if tail is None else merge_values(tail, values)
+        else:  # another run (or several): the tail and the batch go into their rows
+            if tail is not None:
+                rows.append(_to_row(tail))
+            rows += [_to_row(_to_values(fold)) for fold in folds]
+            tail_run, tail = max(folds, key=lambda fold: fold.last_seq).run_id, None
+        _add_calls(cells, calls.get(thread_id, ()))
+        heads[thread_id] = orjson.dumps([tail_run, tail, cells]).decode()
+    _kept.heads = heads
+    if rows:
+        conn.executemany(MERGE_RUN_SQL, rows)
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
-    """Fill the (empty) runs and usage tables from every stored event, thread by thread."""
+    """Fill the (empty) runs and the heads' usage from every stored event, thread by thread."""
     threads = [row[0] for row in conn.execute("SELECT thread_id FROM thread_heads")]
     for thread_id in threads:
         projection, after = Projection(), 0
@@ -126,15 +228,22 @@ def rebuild(conn: sqlite3.Connection) -> None:
                 event = row_to_event(row)
                 projection.add(event.seq, event)
             after = rows[-1][2]
-        keep(conn, projection)
+        conn.executemany(
+            MERGE_RUN_SQL, [_to_row(_to_values(fold)) for fold in projection.runs.values()]
+        )
+        cells: list[list[Any]] = []
+        _add_calls(cells, _calls_by_thread(projection).get(thread_id, ()))
+        kept = orjson.dumps([None, None, cells]).decode()  # no tail: every run is in its row
+        conn.execute(_SET_HEAD_SQL, (kept, thread_id))
 
 
 def page_statement(query: ReadQuery) -> tuple[str, list[Any]]:
     """The SQL of the runs page ``query`` selects, and its parameters."""
-    cursors, cursor_params = query.cursor_conditions("first_seq", "?")
+    cursors, cursor_params = query.cursor_conditions("runs.first_seq", "?")
     statement = " AND ".join([PAGE_SQL, *cursors])
     params: list[Any] = [query.thread_id, *cursor_params]
-    statement += " ORDER BY first_seq DESC" if query.newest_first else " ORDER BY first_seq"
+    order = " ORDER BY runs.first_seq"
+    statement += f"{order} DESC" if query.newest_first else order
     if query.limit is not None:
         statement += " LIMIT ?"
         params.append(query.limit)
@@ -145,27 +254,46 @@ def run_statement(run_id: str, thread_id: str | None) -> tuple[str, list[Any]]:
     """The SQL that finds the run ``run_id`` (of ``thread_id``), and its parameters."""
     if thread_id is None:
         return GET_RUN_SQL + FIRST_STARTED, [run_id]
-    return GET_RUN_SQL + " AND thread_id = ?" + FIRST_STARTED, [run_id, thread_id]
+    return GET_RUN_SQL + " AND runs.thread_id = ?", [run_id, thread_id]  # its key: one row
+
+
+def seq_range(run_count: int) -> tuple[str, str]:
+    """The SQL of the first seq and of the last seq of ``run_count`` runs of a thread, each
+    taking the parameters ``thread_id, *run_ids`` (NULL if a run is unknown). A tail run's
+    last seq is its thread's: a tail holds the thread's newest events."""
+    runs = f"WHERE runs.thread_id = ? AND runs.run_id IN ({', '.join('?' * run_count)})"
+    return (
+        f"(SELECT MIN(runs.first_seq) FROM runs {runs})",
+        "(SELECT MAX(CASE WHEN json_extract(h.kept, '$[0]') IS runs.run_id "
+        "AND json_type(h.kept, '$[1]') = 'array' THEN h.last_seq ELSE runs.last_seq END) "
+        f"FROM runs LEFT JOIN thread_heads h ON h.thread_id = runs.thread_id {runs})",
+    )
 
 
 def runs_page(conn: sqlite3.Connection, query: ReadQuery) -> list[RunSummary]:
     """The runs ``query`` selects by ``first_seq``: one range of the page index."""
-    runs = [_from_row(row).summary() for row in conn.execute(*page_statement(query))]
+    runs = [fold.summary() for fold in _folds(conn.execute(*page_statement(query)))]
     return runs[::-1] if query.newest_first else runs
 
 
 def get_run(conn: sqlite3.Connection, run_id: str, thread_id: str | None) -> RunSummary | None:
     """The run ``run_id`` (of ``thread_id``), the first started of them if several."""
-    row = conn.execute(*run_statement(run_id, thread_id)).fetchone()
-    return None if row is None else _from_row(row).summary()
+    folds = _folds(conn.execute(*run_statement(run_id, thread_id)).fetchmany(1))
+    return folds[0].summary() if folds else None
 
 
 def read_usage(conn: sqlite3.Connection, thread_id: str) -> ThreadUsage:
-    """The thread's usage buckets and run count (a few rows)."""
-    rows = conn.execute(USAGE_SQL, (thread_id,)).fetchall()
+    """The thread's usage, summed from its head's cells, and its run count (one row)."""
+    row = conn.execute(USAGE_SQL, (thread_id,)).fetchone()
+    if row is None:
+        return thread_usage(thread_id, [], 0)
+    cells = orjson.loads(row[1])[2] if row[1] is not None else []
+    calls = {
+        (thread_id, cell[0], cell[1]): dict(zip(USAGE_COUNTS, cell[2:], strict=True))
+        for cell in cells
+    }
+    summed = Projection(calls=calls).usage().get(thread_id, {})
     buckets: Iterable[tuple[str, str, dict[str, int]]] = [
-        (row[1], row[2], dict(zip(USAGE_COUNTS, row[3:], strict=True)))
-        for row in rows
-        if row[1] is not None
+        (scope, key, counts) for (scope, key), counts in sorted(summed.items())
     ]
-    return thread_usage(thread_id, buckets, int(rows[0][0]) if rows else 0)
+    return thread_usage(thread_id, buckets, int(row[0]))

@@ -35,6 +35,13 @@ Version 5 keeps fewer B-trees on the write path: the ``(thread_id, category, seq
 ``(thread_id, run_id, seq)`` indexes go; ``events_thread_story``, a partial ``(thread_id, seq)``
 index of the events that are not traces, serves category reads and the timeline, and a read
 by run walks ``(thread_id, seq)`` within the seq range ``runs`` keeps for it.
+
+Version 6 keeps runs and usage with fewer statements and pages per commit: the head row's
+``kept`` (JSON ``[tail_run, tail, cells]``) holds the thread's usage (``cells``: its calls'
+counts per ``(model, caller)``) and the part of its current run ``tail_run`` not yet merged
+into the run's row (``tail``: the fold of that run's newest events, or null), written by the
+head's move that every append makes anyway (:data:`MOVE_HEAD_SQL`). ``thread_usage`` goes;
+``runs`` is filled again from the events (:data:`RUNS_SINCE`), and the usage with it.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ __all__ = [
     "DELETE_HEAD_SQL",
     "EVENT_COLUMNS",
     "GRANT_DELETE_SQL",
+    "HEAD_COLUMNS",
     "INSERT_EVENT_SQL",
     "LAST_SEQ_SQL",
     "LIST_THREADS_SQL",
@@ -165,6 +173,12 @@ def _v3(db: Database) -> None:
         db.execute(statement)
 
 
+_RUNS_DELETE_WITH_THREAD: Final = (
+    "CREATE TRIGGER runs_delete_with_thread BEFORE DELETE ON runs "
+    "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
+    "BEGIN SELECT RAISE(ABORT, 'runjournal runs go only with their thread: use "
+    "delete_thread'); END"
+)
 _RUNS_AND_USAGE: Final = (
     "CREATE TABLE runs (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
     "first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, started_at INTEGER NOT NULL, "
@@ -182,10 +196,7 @@ _RUNS_AND_USAGE: Final = (
     "output_tokens INTEGER NOT NULL, total_tokens INTEGER NOT NULL, "
     "cache_read_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, "
     "PRIMARY KEY (thread_id, scope, key)) WITHOUT ROWID",
-    "CREATE TRIGGER runs_delete_with_thread BEFORE DELETE ON runs "
-    "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
-    "BEGIN SELECT RAISE(ABORT, 'runjournal runs go only with their thread: use "
-    "delete_thread'); END",
+    _RUNS_DELETE_WITH_THREAD,
     "CREATE TRIGGER thread_usage_delete_with_thread BEFORE DELETE ON thread_usage "
     "WHEN NOT EXISTS (SELECT 1 FROM delete_grants WHERE thread_id = OLD.thread_id) "
     "BEGIN SELECT RAISE(ABORT, 'runjournal usage goes only with its thread: use "
@@ -220,12 +231,24 @@ def _v5(db: Database) -> None:
     )
 
 
+def _v6(db: Database) -> None:
+    # Usage buckets and a run upsert on every commit cost two statements and two pages: the
+    # thread's usage and its current run's newest events now ride on the head's own move.
+    db.execute("ALTER TABLE thread_heads ADD COLUMN kept TEXT")
+    db.execute("DROP TRIGGER IF EXISTS thread_usage_delete_with_thread")
+    db.execute("DROP TABLE IF EXISTS thread_usage")
+    # Emptied to be filled again from the events (RUNS_SINCE), with the usage.
+    db.execute("DROP TRIGGER IF EXISTS runs_delete_with_thread")
+    db.execute("DELETE FROM runs")
+    db.execute(_RUNS_DELETE_WITH_THREAD)
+
+
 #: Append-only; index + 1 is the schema version the migration produces.
-MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: Final[tuple[Callable[[Database], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
-#: A database migrated from a version below this one gets its ``runs`` and ``thread_usage``
-#: rebuilt from its events (raise it with a migration that changes what they hold).
-RUNS_SINCE: Final = 4
+#: A database migrated from a version below this one gets its ``runs`` and usage rebuilt from
+#: its events (raise it with a migration that changes what they hold).
+RUNS_SINCE: Final = 6
 
 
 def read_version(db: Database) -> int:
@@ -249,6 +272,8 @@ def migrate(db: Database, current: int) -> None:
 EVENT_COLUMNS: Final = (
     "event_id, thread_id, seq, run_id, category, event_type, content, metadata, created_at"
 )
+#: Every column of a thread's head (what a copy of the thread takes along).
+HEAD_COLUMNS: Final = "thread_id, last_seq, first_event_at, last_event_at, run_count, kept"
 INSERT_EVENT_SQL: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: Followed by a WHERE clause built from bound parameters only.
 SELECT_EVENTS_SQL: Final = f"SELECT {EVENT_COLUMNS} FROM events"
@@ -265,15 +290,16 @@ BUMP_HEAD_SQL: Final = (
 )
 #: Parameters: thread_id, the thread's new last seq, created_at of the first and of the last
 #: new event, the thread's last seq before the batch. :data:`BUMP_HEAD_SQL` with the count of
-#: new runs taken from ``runs`` once the batch's runs are merged in: a run is new exactly when
-#: its first seq is above the old head (an older run keeps its first seq).
+#: new runs taken from ``runs`` once the batch's runs are merged in (a run is new exactly when
+#: its first seq is above the old head: an older run keeps its first seq), and the thread's
+#: ``kept`` as :func:`journal._sqlite_runs.keep` computed it in this transaction
+#: (``runjournal_kept``, one call; the stored one stays when it computed none).
 MOVE_HEAD_SQL: Final = (
-    "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at, run_count) "
-    "VALUES (?1, ?2, ?3, ?4, "
-    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5)) "
+    f"INSERT INTO thread_heads ({HEAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, "
+    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5), runjournal_kept(?1)) "
     "ON CONFLICT (thread_id) DO UPDATE SET "
     "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
-    "run_count = run_count + excluded.run_count"
+    "run_count = run_count + excluded.run_count, kept = coalesce(excluded.kept, kept)"
 )
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
 DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"

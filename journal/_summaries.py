@@ -54,7 +54,8 @@ class RunSummary(BaseModel):
     that event when it is terminal (``run.end/error/cancel/interrupt``; ``None`` while
     running) and ``duration_ms`` its ``duration_ms`` (else ``ended_at - started_at``);
     ``error_type``/``error`` come from a ``run.error``'s content. ``models`` are the distinct
-    ``llm.end`` models in order of first use; ``usage`` always has the keys
+    models of its ``llm.end`` and ``llm.error`` events (``metadata.model``: the one that
+    answered, the one a failed call asked for) in order of first use; ``usage`` always has the keys
     ``input_tokens``, ``output_tokens``, ``total_tokens``, ``cache_read_tokens`` and
     ``reasoning_tokens``, summed over the run's ``llm.end`` events (a total reported as 0
     or missing counts as input + output). ``llm_calls`` counts ``llm.end``/``llm.error``,

@@ -16,7 +16,7 @@ Guarantees on top of the ``RunEventStore`` contract:
   cursor (within the run's seq range for a read by run), or, when its filters exclude traces,
   the partial index of the thread's other events (what the timeline reads); a page
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
-  ``read_usage`` reads the thread's few usage rows: each append keeps them, in its transaction.
+  ``read_usage`` reads the thread's head row: each append keeps its usage, in its transaction.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
@@ -108,8 +108,7 @@ def _run_range(query: ReadQuery, params: list[Any]) -> list[str]:
     """One lower and one upper bound of seq: the runs' seq range narrowed by the cursors, each
     a single expression, so SQLite walks the index between them (it takes one bound a side)."""
     run_ids = sorted(query.filter.run_id or ())
-    runs = f"FROM runs WHERE thread_id = ? AND run_id IN ({', '.join('?' * len(run_ids))})"
-    lower, upper = f"(SELECT MIN(first_seq) {runs})", f"(SELECT MAX(last_seq) {runs})"
+    lower, upper = runs.seq_range(len(run_ids))
     params += [query.thread_id, *run_ids]
     if query.after_seq is not None:  # max()/min() of several values: NULL if a run is unknown
         lower = f"max({lower}, ? + 1)"
@@ -253,7 +252,6 @@ class SqliteEventStore(RunEventStore):
                 deleted = conn.execute(sql.DELETE_EVENTS_SQL, (thread_id,)).rowcount
                 conn.execute(sql.DELETE_HEAD_SQL, (thread_id,))
                 conn.execute(runs.DELETE_RUNS_SQL, (thread_id,))
-                conn.execute(runs.DELETE_USAGE_SQL, (thread_id,))
                 conn.execute(sql.REVOKE_DELETE_SQL, (thread_id,))
             return int(deleted)
 

@@ -19,8 +19,10 @@ it); the full sides are timed whole.
 * ``ours schema raw``: the same rows into the store's own schema (the partial index of
   non-trace events, runs and usage tables present but not kept): what ``bench_peer.py``'s raw
   side measures;
-* ``ours schema raw, runs and usage kept``: and the store's runs and usage statements, with
-  each batch's fold computed outside the timing (what keeping them costs SQLite);
+* ``ours schema raw, runs and usage kept``: and the store's upkeep of runs and usage
+  (``keep``: its read of the head, the run's tail and usage merged in Python, any run upsert;
+  then the head's move, which writes them), each batch's fold computed outside the timing
+  (what keeping them costs);
 * ``ours full``: ``SqliteEventStore.append`` of plain-dict events (validated, encoded, ids made,
   runs and usage kept).
 

@@ -420,7 +420,7 @@ def test_version_1_file_is_migrated_with_run_counts(db_path: Path) -> None:
         store.append([ev("b", run_id="r9")])
     conn = sqlite3.connect(db_path)  # turn the file back into what version 1 wrote
     conn.execute("DROP TABLE runs")
-    conn.execute("DROP TABLE thread_usage")
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
     conn.execute("ALTER TABLE thread_heads DROP COLUMN run_count")
     conn.execute("UPDATE schema_version SET version = 1")
     conn.commit()
@@ -468,6 +468,7 @@ def test_version_4_file_trades_its_read_indexes_for_the_story_index(db_path: Pat
     conn.execute("DROP INDEX events_thread_story")
     conn.execute("CREATE INDEX events_thread_category_seq ON events (thread_id, category, seq)")
     conn.execute("CREATE INDEX events_thread_run_seq ON events (thread_id, run_id, seq)")
+    _undo_version_6(conn)
     conn.execute("UPDATE schema_version SET version = 4")
     conn.close()
     with SqliteEventStore(db_path) as store:
@@ -485,6 +486,16 @@ def test_version_4_file_trades_its_read_indexes_for_the_story_index(db_path: Pat
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     finally:
         conn.close()
+
+
+def _undo_version_6(conn: sqlite3.Connection) -> None:
+    """Give the heads back their version 5 columns and the usage its own table."""
+    from journal._sqlite_schema import _RUNS_AND_USAGE
+
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
+    for statement in _RUNS_AND_USAGE:
+        if " thread_usage " in statement:
+            conn.execute(statement)
 
 
 _RAW_COLUMNS = (
@@ -560,7 +571,7 @@ def test_version_2_file_gains_the_replace_and_head_guards(db_path: Path) -> None
         stored = store.append(many(2))
     conn = sqlite3.connect(db_path, isolation_level=None)  # turn it back into version 2
     conn.execute("DROP TABLE runs")
-    conn.execute("DROP TABLE thread_usage")
+    conn.execute("ALTER TABLE thread_heads DROP COLUMN kept")
     for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name NOT IN "
         "('events_append_only_update', 'events_append_only_delete')"
