@@ -155,14 +155,27 @@ def build_viewer_api_router(store: RunEventStore, settings: StreamSettings) -> A
     @router.get("/threads/{thread_id:any_text}/search", response_model=SearchPage)
     async def search(
         thread_id: ThreadId,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY, description="Literal text.")],
+        q: Annotated[
+            str,
+            Query(
+                min_length=1,
+                max_length=MAX_QUERY,
+                pattern=r"\S",
+                description="Literal text, not whitespace only.",
+            ),
+        ],
         before_seq: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         scan: Annotated[int, Query(ge=1, le=20_000, description="Events to look at.")] = 5000,
     ) -> Any:
         """Search the thread newest first, case-insensitively, in message text, tool calls,
         tool names, arguments, outputs and errors, and model outputs that are no thread message.
-        A page ends after ``limit`` hits or ``scan`` events; ``next_before_seq`` searches on."""
+        A page ends after ``limit`` hits or ``scan`` events; ``next_before_seq`` searches on.
+        A query of whitespace only is a 422."""
+        if not q.strip():  # the rule search_plan applies, answered as the bad parameter it is
+            raise RequestValidationError(
+                [{"type": "value_error", "loc": ("query", "q"), "msg": "q must not be blank"}]
+            )
         return await answer(
             search_plan(thread_id, q, before_seq=before_seq, limit=limit, scan=scan)
         )
