@@ -70,15 +70,24 @@ def base_url(store: RunEventStore) -> Iterator[str]:
 
 
 async def _read(
-    url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    url: str,
+    params: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    first_event: asyncio.Event | None = None,
 ) -> list[dict[str, str]]:
+    """The stream's messages until it ends; ``first_event`` is set once an event arrived."""
     async with (
         httpx.AsyncClient(base_url=url, timeout=20) as client,
         client.stream("GET", "/api/threads/t/stream", params=params, headers=headers) as response,
     ):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        return [m async for m in sse_messages(response)]
+        messages = []
+        async for message in sse_messages(response):
+            messages.append(message)
+            if first_event is not None and "id" in message:
+                first_event.set()
+        return messages
 
 
 async def test_reconnecting_client_gets_every_event_once_in_order(
@@ -171,13 +180,15 @@ async def test_idle_stream_sends_heartbeats_and_ends_at_timeout(base_url: str) -
 async def test_deleting_the_thread_ends_its_streams(store: RunEventStore, base_url: str) -> None:
     """A thread deleted while streamed gets a final ``thread_deleted`` message."""
 
+    streamed = asyncio.Event()
+
     async def delete_soon() -> None:
-        await asyncio.sleep(0.3)
+        await streamed.wait()  # the stream has sent seq 1 and waits for more
         async with httpx.AsyncClient(base_url=base_url) as client:
             assert (await client.delete("/api/threads/t")).status_code == 200
 
     task = asyncio.create_task(delete_soon())
-    messages = await _read(base_url, {"after_seq": 0, "timeout": 10})
+    messages = await _read(base_url, {"after_seq": 0, "timeout": 10}, first_event=streamed)
     await task
     assert [m["id"] for m in messages if "id" in m] == ["1"]
     assert messages[-1]["event"] == "thread_deleted"
@@ -244,13 +255,17 @@ async def test_client_disconnect_ends_the_server_side_stream(base_url: str) -> N
 async def test_store_failure_ends_the_stream_cleanly(store: RunEventStore, base_url: str) -> None:
     """If the store fails mid-stream the stream ends (the client reconnects), no crash."""
 
+    streamed = asyncio.Event()
+
     async def close_soon() -> None:
-        await asyncio.sleep(0.3)
+        await streamed.wait()  # the stream has sent seq 1 and waits for more
         await store.aclose()
 
     task = asyncio.create_task(close_soon())
     with capture_logs() as logs:
-        messages = await asyncio.wait_for(_read(base_url, {"after_seq": 0}), timeout=10)
+        messages = await asyncio.wait_for(
+            _read(base_url, {"after_seq": 0}, first_event=streamed), timeout=10
+        )
     await task
     assert [m["id"] for m in messages if "id" in m] == ["1"]
     assert any(e["event"] == "stream_store_error" for e in logs)
