@@ -6,6 +6,8 @@ chunks sized from what they have seen and stop once the page's events reach ``ma
 one event, so a cursor that follows ``has_more`` walks every event, however large. Memory per
 page stays within about ``max_bytes`` plus one chunk. A backward page can leave events out
 (``keep``): those are read past, and neither fill the page nor count towards its bytes.
+:class:`ScanChunks` sizes the reads of a scan that keeps no events (search, the per-call
+series) the same way, by the text of the events it has seen.
 """
 
 from __future__ import annotations
@@ -18,12 +20,24 @@ from history._reads import Plan, Read
 from journal.encoding import dumps_plain
 from journal.events import RunEvent
 
-__all__ = ["DEFAULT_PAGE_BYTES", "BoundedPage", "backward_page", "event_bytes", "forward_page"]
+__all__ = [
+    "DEFAULT_PAGE_BYTES",
+    "BoundedPage",
+    "ScanChunks",
+    "backward_page",
+    "event_bytes",
+    "forward_page",
+]
 
 #: The default byte bound of one response page or stream batch.
 DEFAULT_PAGE_BYTES: Final = 4 * 1024 * 1024
 #: Events of the first read of a page (later reads are sized from the events seen).
 _FIRST_CHUNK: Final = 8
+#: A scan reads small pages first and larger ones while events are small, so that one read
+#: holds about this many characters of event text (a page of 200 messages at the 1 MiB cap
+#: would hold 200 MB).
+_SCAN_TEXT: Final = 4 * 1024 * 1024
+_FIRST_SCAN_CHUNK: Final = 20
 #: Bytes an event's other fields take in a response (ids, type, time, seq, JSON syntax).
 _FIELDS_BYTES: Final = 400
 
@@ -107,3 +121,23 @@ def _page(
 def _result(taken: list[RunEvent], forward: bool, *, has_more: bool, limited: bool) -> BoundedPage:
     events = taken if forward else taken[::-1]
     return BoundedPage(events=events, has_more=has_more, size_limited=limited)
+
+
+class ScanChunks:
+    """The size of a scan's next read: :data:`_FIRST_SCAN_CHUNK` first, then as many events as
+    hold about :data:`_SCAN_TEXT` characters at the size of those read so far, at most
+    ``most``."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.size = min(_FIRST_SCAN_CHUNK, most)
+        self._events = 0
+        self._chars = 0
+
+    def seen(self, events: int, chars: int) -> None:
+        """A read returned ``events`` events holding about ``chars`` characters of text."""
+        self._events += events
+        self._chars += chars
+        if self._events:
+            per_event = max(self._chars / self._events, 1.0)
+            self.size = min(self.most, max(_FIRST_SCAN_CHUNK, int(_SCAN_TEXT / per_event)))

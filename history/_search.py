@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from history._bounded import DEFAULT_PAGE_BYTES, event_bytes
+from history._bounded import DEFAULT_PAGE_BYTES, ScanChunks, event_bytes
 from history._catalog import (
     MESSAGE_TYPES,
     MODEL_CALL,
@@ -61,11 +61,6 @@ _TOOL_TYPES: Final = ("tool.start", "tool.end", "tool.error", "llm.end")
 _SEARCHED: Final = (*MESSAGE_TYPES, *_TOOL_TYPES)
 _ENDS: Final = ("llm.end", "llm.error")
 _CALL_CHUNK: Final = 100
-#: A scan reads small pages first and larger ones while events are small, so that one read
-#: holds about this many characters of event text (a page of 200 messages at the 1 MiB cap
-#: would hold 200 MB).
-_CHUNK_TEXT: Final = 4 * 1024 * 1024
-_FIRST_CHUNK: Final = 20
 _SCAN: Final = 50  # events per read when looking for a call's other half
 _SCAN_BUDGET: Final = 2000  # events read at most to find it
 
@@ -135,26 +130,6 @@ def find_call_start(thread_id: str, event: RunEvent) -> Plan[RunEvent]:
     return start
 
 
-class _Chunks:
-    """The size of a scan's next read: :data:`_FIRST_CHUNK` first, then as many events as
-    hold about :data:`_CHUNK_TEXT` characters at the size of those read so far, at most
-    ``most``."""
-
-    def __init__(self, most: int) -> None:
-        self.most = most
-        self.size = min(_FIRST_CHUNK, most)
-        self._events = 0
-        self._chars = 0
-
-    def seen(self, events: int, chars: int) -> None:
-        """A read returned ``events`` events holding about ``chars`` characters of text."""
-        self._events += events
-        self._chars += chars
-        if self._events:
-            per_event = max(self._chars / self._events, 1.0)
-            self.size = min(self.most, max(_FIRST_CHUNK, int(_CHUNK_TEXT / per_event)))
-
-
 def _fields(event: RunEvent) -> list[tuple[str, str]]:
     """``(field, text)`` pairs of ``event`` that search looks in."""
     kind = event.event_type
@@ -222,7 +197,7 @@ def search_plan(
     hits: list[dict[str, Any]] = []
     scanned = 0
     reached_start = cursor <= 1
-    chunks = _Chunks(_CHUNK)
+    chunks = ScanChunks(_CHUNK)
     while not reached_start and len(hits) < limit and scanned < scan:
         want = min(chunks.size, scan - scanned)
         page: list[RunEvent] = yield Read(
@@ -398,7 +373,7 @@ def calls_plan(
         filters["run_id"] = run_id
     points: list[dict[str, Any]] = []  # the calls' points, not their events: outputs are big
     more = True
-    chunks = _Chunks(_CALL_CHUNK)
+    chunks = ScanChunks(_CALL_CHUNK)
     while len(points) <= limit:
         want = min(chunks.size, limit + 1 - len(points))
         key = "after_seq" if forward else "before_seq"
