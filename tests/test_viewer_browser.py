@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -115,7 +116,8 @@ def _shown_seqs(page: Any) -> list[int]:
 
 
 def _scroll_back_until(page: Any, count: int) -> None:
-    for _ in range(40):
+    deadline = time.monotonic() + 30  # a loaded machine takes longer per page, not forever
+    while time.monotonic() < deadline:
         if len(_shown_seqs(page)) >= count:
             return
         # as a reader does: down a little, then to the top (the observer reports changes)
