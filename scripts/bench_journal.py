@@ -3,11 +3,12 @@
 Runs a fake ``create_agent`` run (100 tool calls, 201 supersteps) sync and async, with: no
 callbacks; a no-op ``BaseCallbackHandler`` (default, and ``run_inline``); LangChain's in-memory
 ``RunCollectorCallbackHandler``; ``RunJournal`` on ``SqliteEventStore`` (the final flush is
-inside the timing); and two bounds of the journal's own share: ``RunJournal`` on a store whose
-``append`` discards each batch (every event built and queued, its content and digests built by
-the writer, nothing stored: what journaling costs before any store), and on a store whose
-``append`` only runs ``prepare`` (the store's validation, encoding and caps of each batch, no
-SQLite).
+inside the timing); and three bounds of the journal's own share: ``RunJournal`` whose writer
+drops each batch unbuilt (``journal_callbacks``: the callback path alone), on a store whose
+``append`` discards each batch (``journal_discard``: every event built and queued, its content
+and digests built by the writer, nothing stored: what journaling costs before any store), and
+on a store whose ``append`` only runs ``prepare`` (``journal_prepare``: the store's validation,
+encoding and caps of each batch, no SQLite).
 
 Protocol. Variants are interleaved round by round so machine noise hits them alike, after one
 warm-up round; each round runs them in a rotated order (round ``r`` starts at variant ``r``),
@@ -112,6 +113,16 @@ class PreparingStore(MemoryEventStore):
         return []
 
 
+def callbacks_only(journal: RunJournal) -> RunJournal:
+    """``journal`` with a writer that drops each batch unbuilt: what the callback path costs
+    alone (events attributed, stamped and queued; no content, digest or record built).
+
+    Reaches into the writer (``_build``): a measurement, not an example.
+    """
+    journal._writer._build = lambda batch: []  # type: ignore[method-assign]
+    return journal
+
+
 def make_agent(steps: int) -> Any:
     """A fresh agent whose run has ``steps`` tool rounds."""
     return create_agent(LeanScriptedModel(tool_rounds=steps), [add])
@@ -128,6 +139,7 @@ def variants(journals: Journals) -> dict[str, Callable[[], list[Any]]]:
         "noop_inline": lambda: [InlineNoop()],
         "run_collector": lambda: [RunCollectorCallbackHandler()],
         "run_journal": lambda: [journals["sqlite"]],
+        "journal_callbacks": lambda: [journals["callbacks"]],
         "journal_discard": lambda: [journals["discard"]],
         "journal_prepare": lambda: [journals["prepare"]],
     }
@@ -268,6 +280,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteEventStore(Path(tmp) / "bench.db")
         others: dict[str, RunEventStore] = {
+            "callbacks": DiscardingStore(),
             "discard": DiscardingStore(),
             "prepare": PreparingStore(),
         }
@@ -275,6 +288,7 @@ def main() -> None:
             name: RunJournal(s, spool_path=Path(tmp) / f"spool-{name}.jsonl")
             for name, s in {"sqlite": store, **others}.items()
         }
+        callbacks_only(journals["callbacks"])
         rows = [
             "| mode | variant | wall ms | wall x noop | wall x noop_inline | paired wall x "
             "noop_inline | CPU ms | CPU x noop | CPU x noop_inline | paired CPU x noop_inline "
