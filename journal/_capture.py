@@ -208,8 +208,10 @@ def node_writes(output: Any) -> NodeWrites:
 
 def _removes(update: dict[str, Any]) -> bool:
     raw = update.get("messages")
-    items = raw if isinstance(raw, list | tuple) else [raw]
-    return any(isinstance(item, BaseMessage) and item.type == "remove" for item in items)
+    for item in raw if isinstance(raw, list | tuple) else (raw,):
+        if isinstance(item, BaseMessage) and item.type == "remove":
+            return True
+    return False
 
 
 def removes_messages(output: Any) -> bool:
