@@ -17,12 +17,14 @@ from journal.catalog import is_summary_message
 __all__ = [
     "ERROR_TEXT_LIMIT",
     "ModelResponse",
+    "NodeWrites",
     "add_usage",
     "assign_input_ids",
     "error_summary",
     "input_summary",
     "is_summary",
     "model_response",
+    "node_writes",
     "output_messages",
     "output_preview",
     "output_writes",
@@ -44,6 +46,7 @@ PREVIEW_LIMIT: Final = 1000
 _MAX_TOKENS: Final = 2**53
 _NO_DETAILS: Final[dict[str, Any]] = {}
 _MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
+_SCALARS: Final = frozenset({str, int, float, bool})
 
 
 def _new_id() -> str:
@@ -175,14 +178,45 @@ def output_writes(output: Any) -> list[list[BaseMessage]]:
     return [w for w in writes if w]
 
 
-def removes_messages(output: Any) -> bool:
-    """Whether a node output removes messages (``RemoveMessage``): a rewrite of the history."""
+class NodeWrites(NamedTuple):
+    """What a node output writes to ``messages``, read in one pass (see :func:`node_writes`)."""
+
+    writes: list[list[BaseMessage]]  # as :func:`output_writes` gives them
+    removes: bool  # as :func:`removes_messages` says
+
+    def messages(self) -> list[BaseMessage]:
+        """The written messages, as :func:`output_messages` gives them (no removals)."""
+        return [m for write in self.writes for m in write if m.type != "remove"]
+
+    def ids(self) -> set[str]:
+        """The ids of the written messages and removals (what :func:`written_ids` reads)."""
+        return {m.id for write in self.writes for m in write if isinstance(m.id, str)}
+
+
+def node_writes(output: Any) -> NodeWrites:
+    """:func:`output_writes` and :func:`removes_messages` of a node output in one pass."""
+    writes: list[list[BaseMessage]] = []
+    removes = False
     for update in _updates(output):
-        raw = update.get("messages")
-        items = raw if isinstance(raw, list | tuple) else [raw]
-        if any(isinstance(item, BaseMessage) and item.type == "remove" for item in items):
+        if not removes:
+            removes = _removes(update)
+        write = _normalise(update, "messages", keep_removals=True, written=True)
+        if write:
+            writes.append(write)
+    return NodeWrites(writes, removes)
+
+
+def _removes(update: dict[str, Any]) -> bool:
+    raw = update.get("messages")
+    for item in raw if isinstance(raw, list | tuple) else (raw,):
+        if isinstance(item, BaseMessage) and item.type == "remove":
             return True
     return False
+
+
+def removes_messages(output: Any) -> bool:
+    """Whether a node output removes messages (``RemoveMessage``): a rewrite of the history."""
+    return any(_removes(update) for update in _updates(output))
 
 
 def input_summary(inputs: Any) -> dict[str, Any]:
@@ -250,7 +284,8 @@ def scalar_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return {
         k: v
         for k, v in params.items()
-        if isinstance(v, str | int | float | bool) and not k.startswith("_")
+        if (type(v) in _SCALARS or isinstance(v, str | int | float))
+        and not k.startswith("_")  # exact types first: the usual case, without isinstance
     }
 
 

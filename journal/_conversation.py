@@ -16,10 +16,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from journal._capture import (
+    NodeWrites,
     is_summary,
-    output_messages,
-    output_writes,
-    removes_messages,
     tool_call_id_of,
     tool_calls_of,
 )
@@ -125,16 +123,17 @@ class Conversation:
             base = inputs.get("messages")
             node.base = base if isinstance(base, list) else None
 
-    def node_ended(self, node: Node, outputs: Any) -> None:
-        """A node of the root graph ended with ``outputs``: journal the messages it writes."""
-        if removes_messages(outputs):
+    def node_ended(self, node: Node, written: NodeWrites) -> None:
+        """A node of the root graph ended having ``written`` its output: journal the
+        messages it writes."""
+        if written.removes:
             # an edit: journaled once LangGraph has applied the superstep (it may fail)
-            self._held.append(HeldWrite(node, node.path, output_writes(outputs), node.base))
+            self._held.append(HeldWrite(node, node.path, written.writes, node.base))
             self._held_step = node.step
         elif node.caller == "agent":
-            self._agent_messages(node, outputs)
+            self._agent_messages(node, written.messages())
         else:
-            self._middleware_messages(node, outputs)
+            self._middleware_messages(node, written.messages())
         node.base = None  # the state it read is not ours to keep
 
     def task_failed(self, node: Node) -> None:
@@ -176,10 +175,10 @@ class Conversation:
 
     # -- node outputs --------------------------------------------------------------------
 
-    def _agent_messages(self, node: Node, outputs: Any) -> None:
-        """Journal an agent node's new messages; tool results wait for earlier calls."""
+    def _agent_messages(self, node: Node, messages: list[BaseMessage]) -> None:
+        """Journal an agent node's new ``messages``; tool results wait for earlier calls."""
         answered = False
-        for message in output_messages(outputs):
+        for message in messages:
             call_id = tool_call_id_of(message)
             if call_id is not None:
                 answered = answered or call_id == node.tool_call_id
@@ -192,13 +191,13 @@ class Conversation:
             for item in self._tools.result_written(node.tool_call_id, [], node.step):
                 self._add(node, item, "agent")
 
-    def _middleware_messages(self, node: Node, outputs: Any) -> None:
+    def _middleware_messages(self, node: Node, messages: list[BaseMessage]) -> None:
         """Journal new messages a middleware hook adds (e.g. a rejected call's tool result).
 
         They enter the state at the hook's step, before any later tool result, so they are
         journaled at once and their call stops holding later results back.
         """
-        for message in output_messages(outputs):
+        for message in messages:
             self._add_ai_or_tool(node, message, str(node.caller))
             if message.type == "tool":
                 for item in self._tools.answered_elsewhere(getattr(message, "tool_call_id", None)):

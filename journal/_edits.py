@@ -54,8 +54,9 @@ class Outcome:
     messages: list[BaseMessage]  # the write's messages now in the state (new or replacing)
 
 
-_ORDER_KEYS: dict[Any, str] = {}  # task path -> its key: a graph has few distinct paths
+_ORDER_KEYS: dict[tuple[Any, tuple[type, ...]], str] = {}  # (task path, its parts' types) -> key
 _ORDER_KEYS_MAX: Final = 4096
+_FLAT: Final = frozenset({str, int, bool})  # the parts of a path that is cached
 
 
 def task_order_key(path: Any) -> str:
@@ -64,15 +65,17 @@ def task_order_key(path: Any) -> str:
     Its task path as text, numbers zero-padded to ten digits (so ``Send`` number 10 follows
     number 9), nested paths joined after a ``~``.
     """
-    # the usual path, all strings (a node's pull task), is computed once: paths with numbers
-    # are not cached, since True == 1 would share a key with 1
-    if type(path) is tuple and all(type(part) is str for part in path):
-        key = _ORDER_KEYS.get(path)
+    # a graph has few distinct paths: a flat path is computed once, cached with its parts'
+    # types (True and 1 are equal keys of a dict, but their order keys differ)
+    types = tuple(map(type, path)) if type(path) is tuple else None
+    if types is not None and _FLAT.issuperset(types):
+        cache_key = (path, types)
+        key = _ORDER_KEYS.get(cache_key)
         if key is None:
             key = _order_key(path)
             if len(_ORDER_KEYS) >= _ORDER_KEYS_MAX:
                 _ORDER_KEYS.clear()
-            _ORDER_KEYS[path] = key
+            _ORDER_KEYS[cache_key] = key
         return key
     return _order_key(path)
 

@@ -31,18 +31,21 @@ class SpinLock:
     GIL) instead of blocking, which keeps async runs free of blocking calls.
     """
 
-    __slots__ = ("_lock",)
+    __slots__ = ("_acquire", "_release")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        lock = threading.Lock()
+        self._acquire = lock.acquire
+        self._release = lock.release
 
     def __enter__(self) -> None:
-        acquire = self._lock.acquire
-        while not acquire(False):
+        if self._acquire(False):  # the usual case: nobody holds it
+            return
+        while not self._acquire(False):
             os.sched_yield()
 
     def __exit__(self, *exc: object) -> None:
-        self._lock.release()
+        self._release()
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from journal._writer import Writer
 __all__ = ["EventSink"]
 
 _log = get_logger(__name__)
+_new = tuple.__new__
 
 
 class EventSink:
@@ -53,7 +54,9 @@ class EventSink:
         if now <= self._last_us:
             now = self._last_us + 1
         self._last_us = now
-        pending = Pending(run.thread_id, run.run_id, category, event_type, content, metadata, now)
+        # tuple.__new__: a named tuple's own constructor is a Python-level call
+        item = (run.thread_id, run.run_id, category, event_type, content, metadata, now)
+        pending = _new(Pending, item)
         if self._writer.put(pending):
             return
         with self._lock:

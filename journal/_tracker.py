@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 from uuid import UUID
 
@@ -44,6 +45,7 @@ __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
 _log = get_logger(__name__)
 _CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
 _INTERRUPT_ERRORS: Final = frozenset({"GraphInterrupt", "NodeInterrupt"})
+_NOTHING_WRITTEN: Final[frozenset[str]] = frozenset()
 _ROOT_ATTRIBUTION: Final = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
 #: Longest tag of a ``family:<tag>`` event type this journal writes (room for the family).
 MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
@@ -100,8 +102,9 @@ class RunTracker:
                 return
             node = self._runs.pop(run_id)
             if node is not None and node.top:
-                self._threads.get(node.run.thread_id).node_ended(node, outputs)
-                self._node_over(node, cap.written_ids(outputs) if node.outputs else set())
+                written = cap.node_writes(outputs)
+                self._threads.get(node.run.thread_id).node_ended(node, written)
+                self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)
 
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
@@ -114,7 +117,7 @@ class RunTracker:
                 if node is None:
                     return
                 if node.top:
-                    self._node_over(node, set())
+                    self._node_over(node, _NOTHING_WRITTEN)
                 bubble = isinstance(error, GraphBubbleUp)
                 cancelled = isinstance(error, _CANCEL_ERRORS)  # e.g. a parallel task's failure
                 if node.top and bubble:
@@ -325,7 +328,7 @@ class RunTracker:
         """The journal closes: paused runs' held results and edits are journaled now."""
         with self._lock:
             for node in self._runs.going():
-                self._node_over(node, set())
+                self._node_over(node, _NOTHING_WRITTEN)
             for conversation in self._threads.values():
                 conversation.closing()
 
@@ -382,10 +385,10 @@ class RunTracker:
             self._sink.emit(run, "lifecycle", event_type, content, metadata or {})
         run.finished = True
         for node in self._runs.end_root(run_id, run):
-            self._node_over(node, set())
+            self._node_over(node, _NOTHING_WRITTEN)
         self._sink.wake()
 
-    def _node_over(self, node: Node, written: set[str]) -> None:
+    def _node_over(self, node: Node, written: AbstractSet[str]) -> None:
         """A node of the root graph is over (``written``: the message ids it wrote): the
         answers of the model calls it made are kept on their ``llm.end`` unless written."""
         node.ended = True

@@ -119,33 +119,41 @@ _CONTENT: Final = operator.attrgetter("content")
 _ID: Final = operator.attrgetter("id")
 
 
-def _unchanged_prefix(last: _LastCall, messages: Sequence[BaseMessage], log: list[str]) -> int:
+def _unchanged_prefix(
+    last: _LastCall,
+    messages: Sequence[BaseMessage],
+    contents: list[Any],
+    ids: list[Any],
+    log: list[str],
+) -> int:
     """How many of ``messages`` are, from the start, the very objects ``last`` received, with
     the same content objects and ids, and journaled under no new digest since.
 
-    Those get the entries ``last`` recorded: what the full look-up would give them again. A
+    ``contents`` and ``ids``: each message's content object and id now (read once per call:
+    an attribute of a pydantic message costs more than the comparisons). Those messages get
+    the entries ``last`` recorded: what the full look-up would give them again. A
     conversation that grows passes the whole previous prompt in one pass at C speed.
     """
-    prev, contents, ids = last.messages, last.contents, last.ids
-    changed = set(log[last.logged :])
+    prev = last.messages
     n = len(prev)
-    if n <= len(messages) and n == len(ids):
-        head = messages[:n]
-        if (
-            all(map(operator.is_, head, prev))
-            and all(map(operator.is_, map(_CONTENT, head), contents))
-            and all(map(operator.eq, map(_ID, head), ids))
-            and changed.isdisjoint(ids)
-        ):
-            return n
-    k, n = 0, min(n, len(messages), len(ids))
+    if (
+        n <= len(messages)
+        and n == len(last.ids)
+        and all(map(operator.is_, messages[:n], prev))
+        and all(map(operator.is_, contents[:n], last.contents))
+        and ids[:n] == last.ids
+        and (len(log) == last.logged or set(log[last.logged :]).isdisjoint(last.ids))
+    ):
+        return n
+    changed = set(log[last.logged :])
+    k, n = 0, min(n, len(messages), len(last.ids))
+    prev_contents, prev_ids = last.contents, last.ids
     while k < n:
-        message = messages[k]
         if (
-            message is not prev[k]
-            or message.content is not contents[k]
-            or message.id != ids[k]
-            or ids[k] in changed
+            messages[k] is not prev[k]
+            or contents[k] is not prev_contents[k]
+            or ids[k] != prev_ids[k]
+            or prev_ids[k] in changed
         ):
             break
         k += 1
@@ -245,11 +253,12 @@ class ContextIndex:
         index = self._thread(thread_id)
         journaled, recent = index.journaled, index.recent
         last = index.calls.get(caller)
+        contents = list(map(_CONTENT, messages))
+        ids: list[str | None] = list(map(_ID, messages))
         # the messages this caller's previous call received, unchanged since, have the same
         # entries (their digests were taken then): only what follows is looked at
-        reused = 0 if last is None else _unchanged_prefix(last, messages, index.log)
+        reused = 0 if last is None else _unchanged_prefix(last, messages, contents, ids, index.log)
         entries: list[Entry] = last.entries[:reused] if last is not None else []
-        ids: list[str | None] = last.ids[:reused] if last is not None else []
         inline: dict[str, Any] = {}
         for message in messages[reused:] if reused else messages:
             mid = message.id
@@ -265,12 +274,10 @@ class ContextIndex:
                     if mid is not None:
                         recent[mid] = known
             entries.append((mid, known.digest))
-            ids.append(mid)
         keep = 0
         if last is not None and last.chain < KEYFRAME_EVERY:
             keep = _common_prefix(last.entries, entries, reused)
         listed = [{"id": mid, "digest": digest} for mid, digest in entries[keep:]]
-        contents = list(map(_CONTENT, messages))
         if last is None or not keep:
             index.calls[caller] = _LastCall(
                 llm_run_id, entries, ids, 0, messages, contents, len(index.log)

@@ -3,24 +3,41 @@
 Runs a fake ``create_agent`` run (100 tool calls, 201 supersteps) sync and async, with: no
 callbacks; a no-op ``BaseCallbackHandler`` (default, and ``run_inline``); LangChain's in-memory
 ``RunCollectorCallbackHandler``; ``RunJournal`` on ``SqliteEventStore`` (the final flush is
-inside the timing); and two bounds of the journal's own share: ``RunJournal`` on a store whose
-``append`` discards each batch (every event built and queued, its content and digests built by
-the writer, nothing stored: what journaling costs before any store), and on a store whose
-``append`` only runs ``prepare`` (the store's validation, encoding and caps of each batch, no
-SQLite). Variants are
-interleaved round by round so machine noise hits them alike; the report is the median of
-``--runs`` rounds of wall time and of process CPU time (all threads, the journal's writer
-included; steadier than wall time on a loaded machine), and their ratios to the no-op
-handlers; then the machine's load average before and after (2 cores: below ~1.5 nothing else
-was running to speak of).
+inside the timing); and three bounds of the journal's own share: ``RunJournal`` whose writer
+drops each batch unbuilt (``journal_callbacks``: the callback path alone), on a store whose
+``append`` discards each batch (``journal_discard``: every event built and queued, its content
+and digests built by the writer, nothing stored: what journaling costs before any store), and
+on a store whose ``append`` only runs ``prepare`` (``journal_prepare``: the store's validation,
+encoding and caps of each batch, no SQLite).
 
-Usage: ``python scripts/bench_journal.py [--runs 9] [--steps 100]``
+Protocol. Variants are interleaved round by round so machine noise hits them alike, after one
+warm-up round; each round runs them in a rotated order (round ``r`` starts at variant ``r``),
+so that no variant always follows the same one. Before each timed run the garbage collector
+runs a full collection (outside the timing): every run starts from the same collector state,
+instead of inheriting the garbage of the variant before it or a full collection that the
+allocations of earlier runs made due (~100 ms here, landing in about one run in twenty of any
+variant). Collections that a run's own allocations trigger stay inside its timing; the table
+reports them (young and full collections per run, ms in the collector), and the median time
+of the full collection that follows each run of a variant (its garbage, and the next agent's
+construction, alike for all): what a variant costs the collector is shown, not hidden.
+``--legacy`` runs the earlier protocol (fixed order, no collection between runs) to compare.
+
+Report, per variant: the median of ``--runs`` rounds of wall time and of process CPU time (all
+threads, the journal's writer included; steadier than wall time on a loaded machine), and
+their ratios to the no-op handlers (ratio of the medians, as before); beside it the median of
+the per-round paired ratios to ``noop_inline`` (each round's run divided by that round's
+``noop_inline`` run: the sound estimator for alternating rounds, since the two runs of a pair
+share the machine's state of that moment); then the machine's load average before and after
+(2 cores: below ~1.5 nothing else was running to speak of).
+
+Usage: ``python scripts/bench_journal.py [--runs 9] [--steps 100] [--legacy]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import tempfile
@@ -96,6 +113,16 @@ class PreparingStore(MemoryEventStore):
         return []
 
 
+def callbacks_only(journal: RunJournal) -> RunJournal:
+    """``journal`` with a writer that drops each batch unbuilt: what the callback path costs
+    alone (events attributed, stamped and queued; no content, digest or record built).
+
+    Reaches into the writer (``_build``): a measurement, not an example.
+    """
+    journal._writer._build = lambda batch: []  # type: ignore[method-assign]
+    return journal
+
+
 def make_agent(steps: int) -> Any:
     """A fresh agent whose run has ``steps`` tool rounds."""
     return create_agent(LeanScriptedModel(tool_rounds=steps), [add])
@@ -112,6 +139,7 @@ def variants(journals: Journals) -> dict[str, Callable[[], list[Any]]]:
         "noop_inline": lambda: [InlineNoop()],
         "run_collector": lambda: [RunCollectorCallbackHandler()],
         "run_journal": lambda: [journals["sqlite"]],
+        "journal_callbacks": lambda: [journals["callbacks"]],
         "journal_discard": lambda: [journals["discard"]],
         "journal_prepare": lambda: [journals["prepare"]],
     }
@@ -127,6 +155,39 @@ def run_config(callbacks: list[Any], thread: str) -> Any:
 
 
 Timing = tuple[float, float]  # (wall seconds, process CPU seconds: every thread, writer included)
+
+
+class GcWatch:
+    """Counts the collections (young: generations 0-1; full: 2) and their time, per variant."""
+
+    def __init__(self) -> None:
+        self.variant: str | None = None
+        self.stats: dict[str, list[float]] = {}  # variant -> [young, full, seconds]
+        self.after: dict[str, list[float]] = {}  # variant -> the collection after each run
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if self.variant is None:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        stats = self.stats.setdefault(self.variant, [0.0, 0.0, 0.0])
+        stats[1 if info["generation"] == 2 else 0] += 1
+        stats[2] += time.perf_counter() - self._started
+
+    def collect(self, variant: str | None) -> None:
+        """A full collection outside any timing; its time counts as ``variant``'s leftover
+        (the garbage its run left, and the next agent's construction, alike for all)."""
+        started = time.perf_counter()
+        gc.collect()
+        if variant is not None:
+            self.after.setdefault(variant, []).append(time.perf_counter() - started)
+
+    def close(self) -> None:
+        """Stop watching."""
+        gc.callbacks.remove(self._callback)
 
 
 def run_sync(agent: Any, callbacks: list[Any], thread: str) -> Timing:
@@ -151,32 +212,59 @@ async def run_async(agent: Any, callbacks: list[Any], thread: str) -> Timing:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def bench(mode: str, runs: int, steps: int, journals: Journals) -> dict[str, list[Timing]]:
-    """Interleaved timings per variant: one warm-up round, then ``runs`` measured rounds."""
-    times: dict[str, list[Timing]] = {name: [] for name in variants(journals)}
+def bench(
+    mode: str, runs: int, steps: int, journals: Journals, watch: GcWatch, legacy: bool = False
+) -> dict[str, list[Timing]]:
+    """Interleaved timings per variant: one warm-up round, then ``runs`` measured rounds, in a
+    rotated order with a full collection before each run (``legacy``: neither)."""
+    names = list(variants(journals))
+    times: dict[str, list[Timing]] = {name: [] for name in names}
+    previous: str | None = None  # the variant whose garbage the next collection collects
     for round_no in range(runs + 1):
-        for name, callbacks in variants(journals).items():
+        shift = 0 if legacy else round_no % len(names)
+        for name in names[shift:] + names[:shift]:
+            callbacks = variants(journals)[name]
             agent = make_agent(steps)
             thread = f"{mode}-{name}-{round_no}"
+            if not legacy:
+                watch.collect(previous)
+            previous = name if round_no else None
+            watch.variant = name if round_no else None
             if mode == "sync":
                 timing = run_sync(agent, callbacks(), thread)
             else:
                 timing = asyncio.run(run_async(agent, callbacks(), thread))
+            watch.variant = None
             if round_no:
                 times[name].append(timing)
     return times
 
 
-def report(mode: str, times: dict[str, list[Timing]]) -> list[str]:
-    """Markdown rows: median wall and CPU milliseconds, and their ratios to the no-op handlers."""
+def paired(times: dict[str, list[Timing]], name: str, index: int) -> float:
+    """Median over rounds of ``name``'s time divided by the same round's ``noop_inline``."""
+    base = times["noop_inline"]
+    return statistics.median(t[index] / b[index] for t, b in zip(times[name], base, strict=True))
+
+
+def report(mode: str, times: dict[str, list[Timing]], watch: GcWatch) -> list[str]:
+    """Markdown rows: median wall and CPU milliseconds, their ratios to the no-op handlers
+    (ratio of medians, and the median of paired ratios), and collections per run."""
     wall = {name: statistics.median(t[0] for t in values) for name, values in times.items()}
     cpu = {name: statistics.median(t[1] for t in values) for name, values in times.items()}
-    return [
-        f"| {mode} | {name} | {wall[name] * 1000:.0f} | {wall[name] / wall['noop']:.2f} | "
-        f"{wall[name] / wall['noop_inline']:.2f} | {cpu[name] * 1000:.0f} | "
-        f"{cpu[name] / cpu['noop']:.2f} | {cpu[name] / cpu['noop_inline']:.2f} |"
-        for name in times
-    ]
+    rows = []
+    for name, values in times.items():
+        young, full, spent = watch.stats.pop(name, [0.0, 0.0, 0.0])
+        after = watch.after.pop(name, [])
+        leftover = f"{statistics.median(after) * 1000:.0f}" if after else "-"
+        runs = len(values)
+        rows.append(
+            f"| {mode} | {name} | {wall[name] * 1000:.0f} | {wall[name] / wall['noop']:.2f} | "
+            f"{wall[name] / wall['noop_inline']:.2f} | {paired(times, name, 0):.2f} | "
+            f"{cpu[name] * 1000:.0f} | {cpu[name] / cpu['noop']:.2f} | "
+            f"{cpu[name] / cpu['noop_inline']:.2f} | {paired(times, name, 1):.2f} | "
+            f"{young / runs:.1f} / {full / runs:.2f} | {spent / runs * 1000:.1f} | {leftover} |"
+        )
+    return rows
 
 
 def main() -> None:
@@ -184,11 +272,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument(
+        "--legacy", action="store_true", help="fixed order, no collection between runs"
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteEventStore(Path(tmp) / "bench.db")
         others: dict[str, RunEventStore] = {
+            "callbacks": DiscardingStore(),
             "discard": DiscardingStore(),
             "prepare": PreparingStore(),
         }
@@ -196,18 +288,25 @@ def main() -> None:
             name: RunJournal(s, spool_path=Path(tmp) / f"spool-{name}.jsonl")
             for name, s in {"sqlite": store, **others}.items()
         }
+        callbacks_only(journals["callbacks"])
         rows = [
-            "| mode | variant | wall ms | wall x noop | wall x noop_inline | CPU ms | CPU x noop "
-            "| CPU x noop_inline |",
-            "|---|---|---|---|---|---|---|---|",
+            "| mode | variant | wall ms | wall x noop | wall x noop_inline | paired wall x "
+            "noop_inline | CPU ms | CPU x noop | CPU x noop_inline | paired CPU x noop_inline "
+            "| gc young / full per run | gc ms per run | full collection after, ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
+        watch = GcWatch()
         for mode in ("sync", "async"):
-            rows += report(mode, bench(mode, args.runs, args.steps, journals))
+            times = bench(mode, args.runs, args.steps, journals, watch, args.legacy)
+            rows += report(mode, times, watch)
+        watch.close()
         for journal in journals.values():
             journal.close()
         events = sum(store.count(t.thread_id) for t in store.list_threads())
         store.close()
         dropped = sum(journal.dropped_events for journal in journals.values())
+    protocol = "legacy (fixed order, no collection between runs)" if args.legacy else "rotated"
+    print(f"protocol: {protocol}; {args.runs} rounds after a warm-up\n")
     print("\n".join(rows))
     print(f"\nevents journaled in SQLite in total: {events}; dropped (all journals): {dropped}")
     after = os.getloadavg()
