@@ -1,7 +1,9 @@
 """``MemoryEventStore``: the store contract in process memory, for tests and ephemeral use.
 
 Runs and usage are kept as the events arrive (:mod:`journal._runs`): a fold per run, in order
-of first seq, indexed by run id, and usage buckets per thread.
+of first seq, indexed by run id, and usage buckets per thread. Each record's canonical texts
+(as ``prepare`` encoded them) are kept beside it, so a page copied to another store is neither
+walked nor encoded again there (:func:`journal.copy.copy_store`).
 """
 
 from __future__ import annotations
