@@ -144,9 +144,15 @@ def _event(raw: Any, index: int) -> tuple[NewEvent, Hint, Hint]:
 
 
 def prepare_batch(
-    events: Iterable[EventLike], content_caps: Mapping[str, int], metadata_cap: int
+    events: Iterable[EventLike],
+    content_caps: Mapping[str, int],
+    metadata_cap: int,
+    records: bool = False,
 ) -> PreparedBatch:
     """Validate ``events`` and apply the caps (see :meth:`RunEventStore.prepare`).
+
+    ``records``: the backend takes a :class:`KnownEvents` page's stored records as they are
+    (else each becomes a ``NewEvent``, as any other input).
 
     Each event's content and metadata are encoded once, and walked at most once (not at all
     when they come with their kinds or texts: a mapping's walk at validation, a
@@ -164,6 +170,8 @@ def prepare_batch(
             event, content_hint, metadata_hint = _event(raw, index)
         else:  # a stored record stays as it is: at its own seq it is its own record
             event = cast(NewEvent, raw)  # (stored_record)
+            if not records and type(raw) is RunEvent:
+                event = construct(NewEvent, _stored_values(raw))
             content_hint, metadata_hint = hints[index]
         values = event.__dict__
         content = _text(values["content"], content_hint)

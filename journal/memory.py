@@ -56,6 +56,8 @@ def _copy(event: NewEvent, seq: int) -> RunEvent:
 class MemoryEventStore(RunEventStore):
     """A thread-safe in-memory ``RunEventStore``; every result is a deep copy."""
 
+    _takes_records = True
+
     def __init__(
         self,
         *,
