@@ -56,7 +56,10 @@ class KnownEvents(list[NewEvent]):
     content and metadata (their canonical texts, or their kinds).
 
     Made only by library code that hands it straight to ``append``: its events are taken as
-    valid and its hints as true (a stored record's text is the one its value encodes to).
+    valid and its hints as true (a stored record's text is the one its value encodes to). A
+    stored record (``RunEvent``) among them that the target stores unchanged at the seq it has
+    is returned as the target's own record, not copied: the maker only compares the results
+    with its page (:func:`journal.copy.copy_store`).
     ``handed_over``: the maker keeps no use of its ``NewEvent`` objects, so the store may make
     them its records.
     """
@@ -99,10 +102,10 @@ def checked_caps(
 
 def _text(value: Any, hint: Hint) -> str:
     """The canonical text of ``value``, known (``hint`` is it) or encoded now."""
+    if isinstance(hint, str):  # a stored record's own text
+        return hint
     if hint == PLAIN:  # the usual case: a fast encoder writes exactly the rules' bytes
         return _orjson_dumps(value, option=_SORT_KEYS).decode()
-    if isinstance(hint, str):
-        return hint
     if hint == NOT_PLAIN:
         if not value and type(value) is dict:
             return _EMPTY_OBJECT
@@ -141,9 +144,15 @@ def _event(raw: Any, index: int) -> tuple[NewEvent, Hint, Hint]:
 
 
 def prepare_batch(
-    events: Iterable[EventLike], content_caps: Mapping[str, int], metadata_cap: int
+    events: Iterable[EventLike],
+    content_caps: Mapping[str, int],
+    metadata_cap: int,
+    records: bool = False,
 ) -> PreparedBatch:
     """Validate ``events`` and apply the caps (see :meth:`RunEventStore.prepare`).
+
+    ``records``: the backend takes a :class:`KnownEvents` page's stored records as they are
+    (else each becomes a ``NewEvent``, as any other input).
 
     Each event's content and metadata are encoded once, and walked at most once (not at all
     when they come with their kinds or texts: a mapping's walk at validation, a
@@ -159,11 +168,10 @@ def prepare_batch(
     for index, raw in enumerate(events):  # capped like messages, not like traces
         if hints is None:
             event, content_hint, metadata_hint = _event(raw, index)
-        elif type(raw) is RunEvent:
-            event = construct(NewEvent, _stored_values(raw))
-            content_hint, metadata_hint = hints[index]
-        else:
-            event = cast(NewEvent, raw)
+        else:  # a stored record stays as it is: at its own seq it is its own record
+            event = cast(NewEvent, raw)  # (stored_record)
+            if not records and type(raw) is RunEvent:
+                event = construct(NewEvent, _stored_values(raw))
             content_hint, metadata_hint = hints[index]
         values = event.__dict__
         content = _text(values["content"], content_hint)
@@ -205,6 +213,10 @@ def stored_record(event: NewEvent, seq: int, owned: bool) -> RunEvent:
     write path (its class turns into ``RunEvent``, which adds only ``seq``); any other (the
     caller's own ``NewEvent``) is left as it is and a new record is built.
     """
+    if type(event) is RunEvent:  # from KnownEvents: a record read back from a store
+        if event.seq == seq:  # stored unchanged at the seq it had: the record is itself
+            return event
+        return construct(RunEvent, {**event.__dict__, "seq": seq})
     if owned and type(event) is NewEvent:
         values = event.__dict__
         values["seq"] = seq

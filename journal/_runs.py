@@ -36,7 +36,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from journal._runs_read import (
     NAME_CHARS,
@@ -289,16 +289,19 @@ class Projection:
             run = self.runs[key] = RunFold.starting(seq, event)
         call = run.add(seq, event)
         if call is not None:
-            usage, model = call
-            caller = short_name(event.metadata.get("caller")) or "unknown"
-            cell = (event.thread_id, model or "unknown", caller)
-            counts = self.calls.get(cell)
-            if counts is None:
-                self.calls[cell] = {"calls": 1, **dict(zip(USAGE_KEYS, usage, strict=True))}
-            else:
-                counts["calls"] += 1
-                for name, value in zip(USAGE_KEYS, usage, strict=True):
-                    counts[name] += value
+            self.count_call(event, *call)
+
+    def count_call(self, event: NewEvent, usage: list[int], model: str | None) -> None:
+        """Count the model call ``event`` (an ``llm.end`` of ``usage`` and ``model``)."""
+        caller = short_name(event.metadata.get("caller")) or "unknown"
+        cell = (event.thread_id, model or "unknown", caller)
+        counts = self.calls.get(cell)
+        if counts is None:
+            self.calls[cell] = {"calls": 1, **dict(zip(USAGE_KEYS, usage, strict=True))}
+        else:
+            counts["calls"] += 1
+            for name, value in zip(USAGE_KEYS, usage, strict=True):
+                counts[name] += value
 
     def usage(self) -> dict[str, Buckets]:
         """Per thread with a model call: its buckets — the total, each model, each caller."""
@@ -314,8 +317,19 @@ class Projection:
 def project(events: Iterable[tuple[int, NewEvent]]) -> Projection:
     """The :class:`Projection` of ``(seq, event)`` pairs (each thread's in seq order)."""
     projection = Projection()
-    for seq, event in events:
-        projection.add(seq, event)
+    runs = projection.runs
+    key: tuple[str, str] | None = None
+    run: RunFold | None = None
+    for seq, event in events:  # a batch is mostly one run: its fold is found once
+        values = event.__dict__
+        if key is None or values["run_id"] != key[1] or values["thread_id"] != key[0]:
+            key = (values["thread_id"], values["run_id"])
+            run = runs.get(key)
+            if run is None:
+                run = runs[key] = RunFold.starting(seq, event)
+        call = cast(RunFold, run).add(seq, event)
+        if call is not None:
+            projection.count_call(event, *call)
     return projection
 
 

@@ -1,7 +1,9 @@
 """``MemoryEventStore``: the store contract in process memory, for tests and ephemeral use.
 
 Runs and usage are kept as the events arrive (:mod:`journal._runs`): a fold per run, in order
-of first seq, indexed by run id, and usage buckets per thread.
+of first seq, indexed by run id, and usage buckets per thread. Each record's canonical texts
+(as ``prepare`` encoded them) are kept beside it, so a page copied to another store is neither
+walked nor encoded again there (:func:`journal.copy.copy_store`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def _copy(event: NewEvent, seq: int) -> RunEvent:
 class MemoryEventStore(RunEventStore):
     """A thread-safe in-memory ``RunEventStore``; every result is a deep copy."""
 
+    _takes_records = True
+
     def __init__(
         self,
         *,
@@ -63,6 +67,9 @@ class MemoryEventStore(RunEventStore):
         super().__init__(content_caps=content_caps, metadata_cap=metadata_cap)
         self._lock = threading.Lock()
         self._threads: dict[str, list[RunEvent]] = {}
+        # each record's canonical texts (content, metadata) as prepare encoded them, by seq
+        # (None: appended without them): a page copied out hands them on, never re-encoded
+        self._texts: dict[str, list[tuple[str, str] | None]] = {}
         self._by_id: dict[str, RunEvent] = {}
         self._runs: dict[str, list[RunFold]] = {}  # thread -> its runs by first seq
         self._run_ids: dict[str, dict[str, RunFold]] = {}  # run id -> thread -> its run
@@ -73,7 +80,11 @@ class MemoryEventStore(RunEventStore):
             staged: dict[str, RunEvent] = {}
             heads: dict[str, int] = {}
             result: list[RunEvent] = []
-            for event in events:
+            texts: list[tuple[str, str]] | None = getattr(events, "texts", None)
+            if not (isinstance(texts, list) and len(texts) == len(events)):
+                texts = None
+            staged_texts: list[tuple[str, str] | None] = []
+            for index, event in enumerate(events):
                 existing = self._by_id.get(event.event_id) or staged.get(event.event_id)
                 if existing is not None:
                     result.append(existing)
@@ -83,10 +94,12 @@ class MemoryEventStore(RunEventStore):
                 heads[thread] = seq
                 record = _copy(event, seq)
                 staged[event.event_id] = record
+                staged_texts.append(None if texts is None else texts[index])
                 result.append(record)
             projection = project((r.seq, r) for r in staged.values())
-            for record in staged.values():  # commit: nothing above can fail half-way
-                self._threads.setdefault(record.thread_id, []).append(record)
+            for record, text in zip(staged.values(), staged_texts, strict=True):  # commit:
+                self._threads.setdefault(record.thread_id, []).append(record)  # nothing above
+                self._texts.setdefault(record.thread_id, []).append(text)  # can fail half-way
                 self._by_id[record.event_id] = record
             for (thread, run_id), fold in projection.runs.items():
                 threads = self._run_ids.setdefault(run_id, {})
@@ -107,16 +120,22 @@ class MemoryEventStore(RunEventStore):
             return [_copy(e, e.seq) for e in window]
 
     def _stored_page(self, thread_id: str, after_seq: int, limit: int) -> KnownEvents:
-        """The next ``limit`` records of ``thread_id`` after ``after_seq``, not copied
-        (:func:`journal.copy.copy_store`'s page, which only appends them: a target copies
-        what it keeps)."""
+        """The next ``limit`` records of ``thread_id`` after ``after_seq``, not copied, with
+        their canonical texts where kept (:func:`journal.copy.copy_store`'s page, which only
+        appends them: a target copies what it keeps, and neither validates nor encodes)."""
         self._check_open()
         page = KnownEvents()
         with self._lock:
             events = self._threads.get(thread_id, [])
+            texts = self._texts.get(thread_id, [])
             start = bisect.bisect_right(events, after_seq, key=_seq)
-            for record in events[start : start + limit]:
-                page.add(record)
+            for record, text in zip(
+                events[start : start + limit], texts[start : start + limit], strict=True
+            ):
+                if text is None:
+                    page.add(record)
+                else:
+                    page.add(record, text[0], text[1])
         return page
 
     def _last_seq(self, thread_id: str) -> int:
@@ -171,6 +190,7 @@ class MemoryEventStore(RunEventStore):
     def _delete_thread(self, thread_id: str) -> int:
         with self._lock:
             events = self._threads.pop(thread_id, [])
+            self._texts.pop(thread_id, None)
             for event in events:
                 self._by_id.pop(event.event_id, None)
             for run in self._runs.pop(thread_id, []):
@@ -183,6 +203,7 @@ class MemoryEventStore(RunEventStore):
     def _close(self) -> None:
         with self._lock:
             self._threads.clear()
+            self._texts.clear()
             self._by_id.clear()
             self._runs.clear()
             self._run_ids.clear()

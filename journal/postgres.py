@@ -115,6 +115,8 @@ class PostgresEventStore(RunEventStore):
     the store in each process (after a pre-forking server forks its workers).
     """
 
+    _takes_records = True
+
     def __init__(
         self,
         url: str | None = None,

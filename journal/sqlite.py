@@ -129,6 +129,8 @@ class SqliteEventStore(RunEventStore):
     ``StoreUnavailableError``. Safe to share between threads and event loops.
     """
 
+    _takes_records = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],

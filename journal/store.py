@@ -33,7 +33,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import Any, ClassVar, ParamSpec, Self, TypeVar
 
 from journal import _runs_default
 from journal._batch import EventLike, PreparedBatch, checked_caps, encoded_texts, prepare_batch
@@ -73,6 +73,10 @@ class RunEventStore(ABC):
     positional form are adapted (see :mod:`journal.testing` for the hook signatures).
     """
 
+    #: Whether ``_append`` takes a copied page's stored records (``RunEvent``) as they are;
+    #: else (a third-party backend) it gets ``NewEvent``s, as from any other input.
+    _takes_records: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name in ("_read", "_aread", "_count"):
@@ -100,7 +104,7 @@ class RunEventStore(ABC):
         that needs no change is passed on as is, not copied: backends must not mutate
         prepared events, and must copy what they keep.
         """
-        return prepare_batch(events, self.content_caps, self.metadata_cap)
+        return prepare_batch(events, self.content_caps, self.metadata_cap, self._takes_records)
 
     def _check_open(self) -> None:
         if self._closed:
