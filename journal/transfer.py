@@ -153,7 +153,10 @@ def import_events(
             # last seq (its thread may even differ from the line's).
             last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
             stored = store.append(events)  # its events become the records: not used below
-            for record, seq in zip(stored, seqs, strict=True):
+            for record, event, seq in zip(stored, events, seqs, strict=True):
+                if record is event:  # a line's record, stored as it is at its own seq
+                    imported += 1
+                    continue
                 if record.seq <= last.get(record.thread_id, record.seq):
                     present += 1
                     continue

@@ -312,3 +312,21 @@ def test_read_batches_still_yields_new_events() -> None:
     assert type(event) is NewEvent
     assert seq == 5
     assert "seq" not in event.model_dump()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_the_counts_of_an_import_hold_for_lines_read_the_fast_way(
+    tmp_path: Path, kind: str
+) -> None:
+    """Into a thread that has other events the lines are renumbered; a re-import finds all."""
+    lines = [_canonical({**_LINE, "event_id": f"e{n}", "seq": n}).encode() for n in (1, 2, 3)]
+    assert all(exported_line(line.decode()) is not None for line in lines)
+    store = MemoryEventStore() if kind == "memory" else SqliteEventStore(tmp_path / "s.db")
+    with store:
+        store.append([{"thread_id": "t1", "run_id": "r0", "category": "trace",
+                       "event_type": "custom:x", "event_id": "other"}])  # fmt: skip
+        summary = import_events(store, lines, batch_size=2)
+        assert (summary.imported, summary.already_present, summary.renumbered) == (3, 0, 3)
+        again = import_events(store, lines)
+        assert (again.imported, again.already_present, again.renumbered) == (0, 3, 0)
+        assert [e.event_id for e in store.read("t1")] == ["other", "e1", "e2", "e3"]
