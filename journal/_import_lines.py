@@ -7,10 +7,11 @@ encodes them again. It answers ``None`` for any other line, and the caller reads
 checked way (which also says what is wrong with it): this reader never accepts a line the
 checked reading would reject, and never yields other values or other texts than it.
 
-Why the proof holds: orjson parses the line; the parsed top-level fields are checked by hand
-(ids, the catalog, the time stamp's export form); then the line is compared with the text
-orjson gives for the parsed object (its fields' texts in sorted key order, content and metadata
-encoded by orjson): equal, the line is orjson's encoding of the values it holds. orjson's text
+Why the proof holds: orjson parses the line; the line is compared with the text orjson gives
+for an event object of the parsed values (the fields in sorted key order, content and metadata
+encoded by orjson), and the top-level strings are checked by hand (ids, the catalog, the time
+stamp's export form), none of them holding a character JSON escapes, so each one's JSON text
+is itself in quotes. Equal, the line is orjson's encoding of exactly that object. orjson's text
 of parsed JSON is the canonical one except for floats (its float forms differ from the json
 module's: ``1e-7`` for ``1e-07``) and except where the rules change the data (nesting deeper
 than ``MAX_DEPTH``; lone surrogates and huge ints orjson does not read as such). So content or
@@ -49,11 +50,11 @@ _PLAIN_IDS_MAX: Final = 4096
 
 
 def _plain_id(value: str) -> bool:
-    """Whether ``value`` (a ``str``) is a valid ASCII id.
+    """Whether ``value`` (a ``str``) is a valid ASCII id that JSON writes as it is, in quotes.
 
     For ASCII text this is exactly :func:`journal.events.validate_id`'s rule (printable ASCII
-    has no control characters, and a space is its only whitespace); any other id is left to
-    the checked path.
+    has no control characters, and a space is its only whitespace); any other id, and one
+    with a character JSON escapes (``"``, ``\\``), is left to the checked path.
     """
     return (
         0 < len(value) <= MAX_ID_LENGTH
@@ -61,6 +62,8 @@ def _plain_id(value: str) -> bool:
         and value.isprintable()
         and value[0] != " "
         and value[-1] != " "
+        and '"' not in value
+        and "\\" not in value
     )
 
 
