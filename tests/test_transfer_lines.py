@@ -331,3 +331,23 @@ def test_the_counts_of_an_import_hold_for_lines_read_the_fast_way(
         again = import_events(store, lines)
         assert (again.imported, again.already_present, again.renumbered) == (0, 3, 0)
         assert [e.event_id for e in store.read("t1")] == ["other", "e1", "e2", "e3"]
+
+
+def test_real_runs_imported_into_postgresql_read_back_equal(
+    tmp_path: Path, postgres_db_url: str
+) -> None:
+    """Lines read the fast way into a real PostgreSQL store read back as the same events, runs
+    and usage; a re-import stores nothing twice."""
+    from journal.postgres import PostgresEventStore
+
+    with SqliteEventStore(tmp_path / "source.db") as source:
+        journal_runs(source, tmp_path)
+        out = io.StringIO()
+        export_events(source, "t1", out)
+        lines = out.getvalue().encode().splitlines(keepends=True)
+        with PostgresEventStore(postgres_db_url) as target:
+            assert import_events(target, lines, batch_size=5).imported == len(lines)
+            assert target.read("t1") == source.read("t1")
+            assert target.list_runs("t1") == source.list_runs("t1")
+            assert target.read_usage("t1") == source.read_usage("t1")
+            assert import_events(target, lines).already_present == len(lines)
