@@ -44,9 +44,10 @@ _DEEP: Final = MAX_DEPTH - 4  # nesting from here on: the checked path (the rule
 #: Containers shorter than this cannot nest _DEEP levels (each level takes two characters).
 _SHALLOW_CHARS: Final = 2 * _DEEP
 
-_type_categories: dict[str, str] = {}  # event type -> its category, for pairs checked valid
-_plain_ids: dict[str, None] = {}  # thread and run ids checked (bounded: cleared when full)
-_PLAIN_IDS_MAX: Final = 4096
+# Remembered once checked (each bounded: cleared when full, as open families take any tag)
+_type_categories: dict[str, str] = {}  # event type -> its category, for valid pairs
+_plain_ids: dict[str, None] = {}  # thread and run ids
+_REMEMBERED_MAX: Final = 4096
 
 
 def _plain_id(value: str) -> bool:
@@ -71,7 +72,7 @@ def _new_id(value: str) -> bool:
     """:func:`_plain_id` for a thread or run id not seen yet, remembered when it is one."""
     if not _plain_id(value):
         return False
-    if len(_plain_ids) >= _PLAIN_IDS_MAX:
+    if len(_plain_ids) >= _REMEMBERED_MAX:
         _plain_ids.clear()
     _plain_ids[value] = None
     return True
@@ -86,6 +87,8 @@ def _new_type(category: str, event_type: str) -> bool:
         validate_event_type(category, event_type)
     except ValueError:
         return False
+    if len(_type_categories) >= _REMEMBERED_MAX:
+        _type_categories.clear()
     _type_categories[event_type] = category
     return True
 

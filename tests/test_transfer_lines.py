@@ -351,3 +351,21 @@ def test_real_runs_imported_into_postgresql_read_back_equal(
             assert target.list_runs("t1") == source.list_runs("t1")
             assert target.read_usage("t1") == source.read_usage("t1")
             assert import_events(target, lines).already_present == len(lines)
+
+
+def test_a_line_over_the_targets_cap_is_cut_as_an_append_cuts_it(tmp_path: Path) -> None:
+    """Content over the target's cap is cut and marked exactly as appending the event is."""
+    content = {"text": "x" * 500}
+    line = _canonical({**_LINE, "content": content})
+    assert exported_line(line) is not None
+    with (
+        SqliteEventStore(tmp_path / "a.db", content_caps={"trace": 128}) as imported,
+        SqliteEventStore(tmp_path / "b.db", content_caps={"trace": 128}) as appended,
+    ):
+        import_events(imported, [line.encode()])
+        fields = {key: value for key, value in _LINE.items() if key != "seq"}
+        appended.append([{**fields, "content": content}])
+        [got], [want] = imported.read("t1"), appended.read("t1")
+        assert got.metadata.get("truncated") is True
+        assert got == want
+    assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
