@@ -103,8 +103,9 @@ def _known_batches(
     lines: Iterable[bytes], batch_size: int
 ) -> Iterator[tuple[KnownEvents, list[int | None]]]:
     """:func:`read_batches`, each batch as :class:`KnownEvents` (the events, checked, with
-    the kinds of their content and metadata, so that ``append`` neither checks nor walks
-    them again) and the exported seqs."""
+    the canonical texts of their content and metadata for a line as export writes it — see
+    :mod:`journal._import_lines` — else their kinds, so that ``append`` neither checks nor
+    walks them again) and the exported seqs."""
     events, seqs = KnownEvents(handed_over=True), list[int | None]()
     keep, hint, keep_seq = events.append, events.hints.append, seqs.append
     for number, raw in enumerate(lines, start=1):
