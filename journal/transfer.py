@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,16 +19,15 @@ import orjson
 from pydantic import ValidationError
 
 from journal._batch import KnownEvents
+from journal._import_lines import EXPORTED_TIME as _EXPORTED_TIME
+from journal._import_lines import exported_line
 from journal.encoding import PLAIN, dumps, loads
-from journal.events import NewEvent, prepare_mapping, usual_event
+from journal.events import NewEvent, RunEvent, construct, prepare_mapping, usual_event
 from journal.store import RunEventStore
 
 __all__ = ["EventLineError", "ImportSummary", "export_events", "import_events", "read_batches"]
 
 DEFAULT_BATCH_SIZE = 500
-#: ``created_at`` as :func:`export_events` writes it (UTC, ``Z``, at most microseconds): a
-#: form whose ``datetime.fromisoformat`` value is exactly pydantic's.
-_EXPORTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z\Z", re.ASCII)
 
 _NO_SEQ: Final = object()  # a line without "seq" (None would be a seq of null)
 
@@ -89,29 +87,48 @@ def read_batches(lines: Iterable[bytes], batch_size: int) -> Iterator[Batch]:
     yielded, so nothing of that batch is written. Blank lines are skipped.
     """
     for events, seqs in _known_batches(lines, batch_size):
-        yield list(zip(events, seqs, strict=True))
+        yield [(_new_event(event), seq) for event, seq in zip(events, seqs, strict=True)]
+
+
+def _new_event(event: NewEvent) -> NewEvent:
+    """``event`` as a ``NewEvent`` (a line read the fast way is a record, with its seq)."""
+    if type(event) is not RunEvent:
+        return event
+    values = dict(event.__dict__)
+    del values["seq"]
+    return construct(NewEvent, values)
 
 
 def _known_batches(
     lines: Iterable[bytes], batch_size: int
 ) -> Iterator[tuple[KnownEvents, list[int | None]]]:
     """:func:`read_batches`, each batch as :class:`KnownEvents` (the events, checked, with
-    the kinds of their content and metadata, so that ``append`` neither checks nor walks
-    them again) and the exported seqs."""
-    events, seqs = KnownEvents(handed_over=True), []
+    the canonical texts of their content and metadata for a line as export writes it — see
+    :mod:`journal._import_lines` — else their kinds, so that ``append`` neither checks nor
+    walks them again) and the exported seqs."""
+    events, seqs = KnownEvents(handed_over=True), list[int | None]()
+    keep, hint, keep_seq = events.append, events.hints.append, seqs.append
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise EventLineError(number, "not UTF-8 text") from None
-        if not line.strip():
-            continue
-        event, content_kind, metadata_kind, seq = _parse_line(line, number)
-        events.add(event, content_kind, metadata_kind)
-        seqs.append(seq)
+        exported = exported_line(line)
+        if exported is not None:  # the usual line: its texts are taken from it
+            record, content, metadata, exported_seq = exported
+            keep(record)  # KnownEvents.add, without a call per event
+            hint((content, metadata))
+            keep_seq(exported_seq)
+        else:
+            if not line.strip():
+                continue
+            event, content_kind, metadata_kind, seq = _parse_line(line, number)
+            events.add(event, content_kind, metadata_kind)
+            seqs.append(seq)
         if len(events) >= batch_size:
             yield events, seqs
-            events, seqs = KnownEvents(handed_over=True), []
+            events, seqs = KnownEvents(handed_over=True), list[int | None]()
+            keep, hint, keep_seq = events.append, events.hints.append, seqs.append
     if events:
         yield events, seqs
 
@@ -137,7 +154,10 @@ def import_events(
             # last seq (its thread may even differ from the line's).
             last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
             stored = store.append(events)  # its events become the records: not used below
-            for record, seq in zip(stored, seqs, strict=True):
+            for record, event, seq in zip(stored, events, seqs, strict=True):
+                if record is event:  # a line's record, stored as it is at its own seq
+                    imported += 1
+                    continue
                 if record.seq <= last.get(record.thread_id, record.seq):
                     present += 1
                     continue

@@ -17,12 +17,18 @@ and results, summarization markers), exported once as JSON Lines, one file per t
   runs or usage kept.
 
 The sides alternate (the order flips every round), the first round warms up; events/s are
-medians, with each side's ratio to raw (target: >= 0.5x). The fixtures (the source store, the
-memory store's 100,000 records, the pre-encoded rows) are frozen out of the garbage collector
-before the timing (``gc.freeze``): otherwise each full collection during a side walks them
-too, a cost of this benchmark's process, not of the side.
+medians, with each side's ratio to raw (target: >= 0.5x).
 
-Usage: ``PYTHONPATH=. python scripts/bench_copy.py [--events 100000] [--rounds 3]``
+The fixtures (the source store, the memory store's 100,000 records, the pre-encoded rows) are
+frozen out of the garbage collector before the timing (``gc.freeze``): otherwise each full
+collection during a side walks them too, a cost of this benchmark's process, not of the side.
+
+``--parts``: the import and its parts instead, in microseconds per event (and raw / part):
+the whole import; its appends alone (the same batches, read from the files before the timing
+and frozen out of the garbage collector: what the store's append costs them); reading the
+files into those batches alone (no store); orjson's parse of every line alone; and raw.
+
+Usage: ``PYTHONPATH=. python scripts/bench_copy.py [--events 100000] [--rounds 3] [--parts]``
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's journal
 
@@ -49,7 +57,7 @@ from journal import _sqlite_schema as schema
 from journal._sqlite_rows import to_micros
 from journal.copy import copy_store
 from journal.encoding import dumps
-from journal.transfer import export_events, import_events
+from journal.transfer import _known_batches, export_events, import_events
 
 THREADS = 4
 BATCH = 500
@@ -109,11 +117,56 @@ def raw_insert(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
         conn.close()
 
 
+def import_parts(
+    files: list[Path], import_side: Callable[[Path], None], raw_side: Callable[[Path], None]
+) -> tuple[dict[str, Callable[[Path], None]], dict[str, Callable[[], None]]]:
+    """The sides of ``--parts`` (the import, its appends alone, its reading alone, orjson's
+    parse alone, raw; each called with a fresh target file, used or not), and the setup
+    each side needs before its timing."""
+    ready: list[Any] = []
+
+    def read_batches() -> None:
+        ready.clear()
+        for file in files:
+            with file.open("rb") as lines:
+                ready.extend(events for events, _ in _known_batches(lines, BATCH))
+        gc.freeze()  # out of every collection: only the append's own objects are collected
+
+    def appends(path: Path) -> None:
+        with SqliteEventStore(path) as target:
+            for batch in ready:
+                target.append(batch)
+        ready.clear()
+
+    def reading(_: Path) -> None:
+        for file in files:
+            with file.open("rb") as lines:
+                for _batch in _known_batches(lines, BATCH):
+                    pass
+
+    def parsing(_: Path) -> None:
+        for file in files:
+            with file.open("rb") as lines:
+                for line in lines:
+                    orjson.loads(line)
+
+    appends_name = "its appends alone (batches read before)"
+    sides = {
+        "import": import_side,
+        appends_name: appends,
+        "reading the lines into batches alone": reading,
+        "orjson's parse of the lines alone": parsing,
+        "raw": raw_side,
+    }
+    return sides, {appends_name: read_batches}
+
+
 def main() -> None:
     """Print a Markdown table of events/s per side and the ratios to raw."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--parts", action="store_true", help="the import's parts, in µs/event")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -155,11 +208,16 @@ def main() -> None:
             "import": import_side,
             "raw": lambda path: raw_insert(path, rows),
         }
+        setups: dict[str, Callable[[], None]] = {}
+        if args.parts:
+            sides, setups = import_parts(files, import_side, sides["raw"])
         rates: dict[str, list[float]] = {name: [] for name in sides}
         for round_no in range(args.rounds + 1):
             order = list(sides) if round_no % 2 else list(reversed(sides))
             for name in order:
                 path = fresh()
+                if name in setups:
+                    setups[name]()
                 seconds = timed(lambda: sides[name](path))  # noqa: B023 - called at once
                 os.remove(path)
                 if round_no:  # the first round warms up
@@ -169,6 +227,12 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in rates.items()}
     print(f"{total:,} events in {THREADS} threads, batches of {BATCH}, medians of {args.rounds}")
     print()
+    if args.parts:
+        print("| part | µs per event | raw / part |")
+        print("|---|---|---|")
+        for name, value in medians.items():
+            print(f"| {name} | {1e6 / value:.1f} | {value / medians['raw']:.2f} |")
+        return
     print("| side | events/s | / raw |")
     print("|---|---|---|")
     for name, value in medians.items():

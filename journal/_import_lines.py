@@ -1,0 +1,193 @@
+"""Reading a line exactly as :func:`journal.transfer.export_events` writes it, cheaply.
+
+An exported line is the canonical JSON of a stored event: every field, keys sorted, no
+whitespace. :func:`exported_line` proves a line is exactly that and then takes the canonical
+texts of its content and metadata from the line itself, so the target store neither walks nor
+encodes them again. It answers ``None`` for any other line, and the caller reads that one the
+checked way (which also says what is wrong with it): this reader never accepts a line the
+checked reading would reject, and never yields other values or other texts than it.
+
+Why the proof holds: orjson parses the line; the line is compared with the text orjson gives
+for an event object of the parsed values (the fields in sorted key order, content and metadata
+encoded by orjson), and the top-level strings are checked by hand (ids, the catalog, the time
+stamp's export form), none of them holding a character JSON escapes, so each one's JSON text
+is itself in quotes. Equal, the line is orjson's encoding of exactly that object. orjson's text
+of parsed JSON is the canonical one except for floats (its float forms differ from the json
+module's: ``1e-7`` for ``1e-07``) and except where the rules change the data (nesting deeper
+than ``MAX_DEPTH``; lone surrogates and huge ints orjson does not read as such). So content or
+metadata holding a float comes with its kind, not its text (the store encodes it by the rules);
+nesting near the limit sends the line to the checked path.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Final
+
+import orjson
+
+from journal._batch import Hint
+from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS
+from journal.events import CATEGORIES, MAX_ID_LENGTH, RunEvent, construct, validate_event_type
+
+__all__ = ["EXPORTED_TIME", "exported_line"]
+
+#: ``created_at`` as export writes it (UTC, ``Z``, at most microseconds): a form whose
+#: ``datetime.fromisoformat`` value is exactly pydantic's.
+EXPORTED_TIME: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z\Z", re.ASCII)
+
+_SORT_KEYS: Final = orjson.OPT_SORT_KEYS
+_loads, _dumps = orjson.loads, orjson.dumps
+_FIELD_COUNT: Final = 9  # the eight fields of an event and its seq
+_DEEP: Final = MAX_DEPTH - 4  # nesting from here on: the checked path (the rules mark depth)
+#: Containers shorter than this cannot nest _DEEP levels (each level takes two characters).
+_SHALLOW_CHARS: Final = 2 * _DEEP
+
+# Remembered once checked (each bounded: cleared when full, as open families take any tag)
+_type_categories: dict[str, str] = {}  # event type -> its category, for valid pairs
+_plain_ids: dict[str, None] = {}  # thread and run ids
+_REMEMBERED_MAX: Final = 4096
+
+
+def _plain_id(value: str) -> bool:
+    """Whether ``value`` (a ``str``) is a valid ASCII id that JSON writes as it is, in quotes.
+
+    For ASCII text this is exactly :func:`journal.events.validate_id`'s rule (printable ASCII
+    has no control characters, and a space is its only whitespace); any other id, and one
+    with a character JSON escapes (``"``, ``\\``), is left to the checked path.
+    """
+    return (
+        0 < len(value) <= MAX_ID_LENGTH
+        and value.isascii()
+        and value.isprintable()
+        and value[0] != " "
+        and value[-1] != " "
+        and '"' not in value
+        and "\\" not in value
+    )
+
+
+def _new_id(value: str) -> bool:
+    """:func:`_plain_id` for a thread or run id not seen yet, remembered when it is one."""
+    if not _plain_id(value):
+        return False
+    if len(_plain_ids) >= _REMEMBERED_MAX:
+        _plain_ids.clear()
+    _plain_ids[value] = None
+    return True
+
+
+def _new_type(category: str, event_type: str) -> bool:
+    """Whether the pair is a valid category and event type of the catalog (remembered when
+    it is: an event type belongs to one category only)."""
+    if category not in CATEGORIES:
+        return False
+    try:
+        validate_event_type(category, event_type)
+    except ValueError:
+        return False
+    if len(_type_categories) >= _REMEMBERED_MAX:
+        _type_categories.clear()
+    _type_categories[event_type] = category
+    return True
+
+
+def _has_float(value: Any, depth: int) -> bool | None:
+    """Whether parsed JSON ``value`` (a dict or list at ``depth``) holds a float; ``None``
+    when it nests :data:`_DEEP` levels or more."""
+    if depth >= _DEEP:
+        return None
+    found: bool | None = False
+    for item in value.values() if type(value) is dict else value:
+        kind = type(item)
+        if kind is float:
+            found = True
+        elif (kind is dict or kind is list) and item:
+            inner = _has_float(item, depth + 1)
+            if inner is None:
+                return None
+            found = found or inner
+    return found
+
+
+def _hint(value: Any, text: str) -> Hint | None:
+    """What the store is told of parsed ``value`` whose orjson text is ``text``: the text
+    itself when it is the canonical one, the kind when a float is in it (the store encodes
+    it by the rules); ``None``: nested too deep for this path."""
+    if type(value) is float:
+        return PLAIN_NUMBERS
+    # orjson writes every float with a "." or a signed exponent; a text without any of them
+    # holds none, and one too short or with too few brackets nests no deeper than _DEEP
+    if (
+        "." not in text
+        and "e+" not in text
+        and "e-" not in text
+        and (len(text) < _SHALLOW_CHARS or text.count("{") + text.count("[") < _DEEP)
+    ):
+        return text
+    if type(value) is not dict and type(value) is not list:
+        return text  # a string or a number: a float is above
+    has_float = _has_float(value, 0)
+    if has_float is None:
+        return None
+    return PLAIN_NUMBERS if has_float else text
+
+
+def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
+    """The event of ``line`` (a record with the seq it had), what is known of its content's
+    and its metadata's canonical texts, and that seq, when ``line`` is exactly an exported
+    event (a trailing newline allowed); else ``None``.
+    """
+    try:
+        raw = _loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if type(raw) is not dict or len(raw) != _FIELD_COUNT:
+        return None
+    # The values in the line's order: an exported line has its keys in this (sorted) order,
+    # which the comparison below proves (any other line differs from the text it builds).
+    category, content, at, event_id, event_type, metadata, run_id, seq, thread_id = raw.values()
+    if type(seq) is not int or type(metadata) is not dict:
+        return None
+    content_text = _dumps(content, option=_SORT_KEYS).decode()
+    metadata_text = _dumps(metadata, option=_SORT_KEYS).decode() if metadata else "{}"
+    end = '"}\n' if line.endswith("\n") else '"}'
+    try:  # equal: the line is orjson's text of these values, its strings written unescaped
+        exact = line == "".join(
+            ('{"category":"', category, '","content":', content_text, ',"created_at":"', at,
+             '","event_id":"', event_id, '","event_type":"', event_type, '","metadata":',
+             metadata_text, ',"run_id":"', run_id, '","seq":', str(seq), ',"thread_id":"',
+             thread_id, end)
+        )  # fmt: skip
+    except TypeError:  # a field that is no string
+        return None
+    if not (  # the ids and types seen before are remembered
+        exact
+        and (_type_categories.get(event_type) == category or _new_type(category, event_type))
+        and _plain_id(event_id)
+        and (thread_id in _plain_ids or _new_id(thread_id))
+        and (run_id in _plain_ids or _new_id(run_id))
+        and EXPORTED_TIME.match(at)
+    ):
+        return None
+    content_hint = _hint(content, content_text)
+    metadata_hint = _hint(metadata, metadata_text) if metadata else metadata_text
+    if content_hint is None or metadata_hint is None:
+        return None
+    try:
+        created_at = datetime.fromisoformat(at)
+    except ValueError:  # the form matched, the date does not exist (February 30th)
+        return None
+    fields = {
+        "event_id": event_id,
+        "thread_id": thread_id,
+        "run_id": run_id,
+        "category": category,
+        "event_type": event_type,
+        "content": content,
+        "metadata": metadata,
+        "created_at": created_at,
+        "seq": seq,
+    }
+    return construct(RunEvent, fields), content_hint, metadata_hint, seq
