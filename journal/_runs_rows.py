@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final
 
 from journal._runs import MERGE_RULES, USAGE_KEYS, RunFold, union_models
@@ -70,12 +70,12 @@ def merge_values(old: list[Any], new: list[Any]) -> list[Any]:
 _NAMES: Final = tuple(f.name for f in fields(RunFold))
 _BEFORE_USAGE: Final = attrgetter(*_NAMES[: _NAMES.index("usage")])
 _AFTER_USAGE: Final = attrgetter(*_NAMES[_NAMES.index("usage") + 1 :])
+_USAGE_VALUES: Final = itemgetter(*USAGE_KEYS)
 
 
 def fold_values(run: RunFold) -> list[Any]:
     """The values of ``run`` in :data:`RUN_COLUMNS` order."""
-    usage = run.usage
-    return [*_BEFORE_USAGE(run), *[usage[key] for key in USAGE_KEYS], *_AFTER_USAGE(run)]
+    return [*_BEFORE_USAGE(run), *_USAGE_VALUES(run.usage), *_AFTER_USAGE(run)]
 
 
 def fold_of(values: Iterable[Any]) -> RunFold:

@@ -155,27 +155,36 @@ class ConnectionPool:
             raise
         return conn
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        """Lend a connection to the calling thread for one operation."""
+    def take(self) -> sqlite3.Connection:
+        """Lend a connection to the calling thread for one operation (give it back with
+        :meth:`give`; raises ``StoreClosedError`` when closed, ``sqlite3.Error`` when a new
+        connection cannot be opened)."""
         with self._lock:
             if self._closed:
                 raise StoreClosedError("the SQLite store is closed")
             conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self.open()
+        return self.open() if conn is None else conn
+
+    def give(self, conn: sqlite3.Connection) -> None:
+        """Take back a connection lent by :meth:`take` (closed if the pool is closed or full)."""
+        if conn.in_transaction:  # an interrupted operation must not leak its transaction
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        with self._lock:
+            keep = not self._closed and len(self._idle) < self._max_idle
+            if keep:
+                self._idle.append(conn)
+        if not keep:
+            conn.close()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """Lend a connection to the calling thread for one operation."""
+        conn = self.take()
         try:
             yield conn
         finally:
-            if conn.in_transaction:  # an interrupted operation must not leak its transaction
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            with self._lock:
-                keep = not self._closed and len(self._idle) < self._max_idle
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
+            self.give(conn)
 
     def close(self) -> None:
         """Close the idle connections; busy ones close when given back."""

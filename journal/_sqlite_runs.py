@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -52,6 +52,7 @@ from journal.events import RunSummary, ThreadUsage
 __all__ = [
     "get_run",
     "keep",
+    "keep_heads",
     "prepare_connection",
     "read_usage",
     "rebuild",
@@ -190,17 +191,34 @@ def _calls_by_thread(projection: Projection) -> dict[str, list[tuple[str, str, d
 
 def keep(conn: sqlite3.Connection, projection: Projection) -> None:
     """Merge a batch's projection into the runs and the heads' tails and usage (written by
-    the head's move after the events)."""
+    the head's move after the events, :data:`journal._sqlite_schema.MOVE_HEAD_SQL`)."""
+    stored: dict[str, str | None] = {}
+    for thread_id, _ in projection.runs:
+        if thread_id not in stored:
+            (stored[thread_id],) = conn.execute(HEAD_SQL, (thread_id,)).fetchone() or (None,)
+    _kept.heads = {
+        thread_id: kept for thread_id, (kept, _) in keep_heads(conn, projection, stored).items()
+    }
+
+
+def keep_heads(
+    conn: sqlite3.Connection, projection: Projection, stored: Mapping[str, str | None]
+) -> dict[str, tuple[str, bool]]:
+    """:func:`keep` for an append that has read its threads' heads (``stored``: each thread's
+    ``kept`` as read, ``None`` for a new thread): each thread's new ``kept``, and whether the
+    batch only went on with the thread's tail run — then no run is new and no runs row is
+    written (the head's move may be :data:`journal._sqlite_schema.CONTINUE_HEAD_SQL`)."""
     threads: dict[str, list[RunFold]] = {}
     for (thread_id, _), fold in projection.runs.items():
         threads.setdefault(thread_id, []).append(fold)
-    calls = _calls_by_thread(projection)
-    heads: dict[str, str] = {}
+    calls = _calls_by_thread(projection) if projection.calls else {}
+    heads: dict[str, tuple[str, bool]] = {}
     rows = []
     for thread_id, folds in threads.items():
-        (stored,) = conn.execute(HEAD_SQL, (thread_id,)).fetchone() or (None,)
-        tail_run, tail, cells = orjson.loads(stored) if stored is not None else (None, None, [])
-        if len(folds) == 1 and folds[0].run_id == tail_run:  # the usual case: the run goes on
+        text = stored[thread_id]
+        tail_run, tail, cells = orjson.loads(text) if text is not None else (None, None, [])
+        goes_on = len(folds) == 1 and folds[0].run_id == tail_run
+        if goes_on:  # the usual case: the run goes on
             values = _to_values(folds[0])
             tail = values if tail is None else merge_values(tail, values)
         else:  # another run (or several): the tail and the batch go into their rows
@@ -208,11 +226,13 @@ def keep(conn: sqlite3.Connection, projection: Projection) -> None:
                 rows.append(_to_row(tail))
             rows += [_to_row(_to_values(fold)) for fold in folds]
             tail_run, tail = max(folds, key=lambda fold: fold.last_seq).run_id, None
-        _add_calls(cells, calls.get(thread_id, ()))
-        heads[thread_id] = orjson.dumps([tail_run, tail, cells]).decode()
-    _kept.heads = heads
+        thread_calls = calls.get(thread_id)
+        if thread_calls:
+            _add_calls(cells, thread_calls)
+        heads[thread_id] = (orjson.dumps([tail_run, tail, cells]).decode(), goes_on)
     if rows:
         conn.executemany(MERGE_RUN_SQL, rows)
+    return heads
 
 
 def rebuild(conn: sqlite3.Connection) -> None:

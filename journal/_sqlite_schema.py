@@ -53,16 +53,19 @@ from sqlite_utils import Database
 
 __all__ = [
     "BUMP_HEAD_SQL",
+    "CONTINUE_HEAD_SQL",
     "COUNT_SQL",
     "DELETE_EVENTS_SQL",
     "DELETE_HEAD_SQL",
     "EVENT_COLUMNS",
     "GRANT_DELETE_SQL",
     "HEAD_COLUMNS",
+    "HEAD_ROW_SQL",
     "INSERT_EVENT_SQL",
     "LAST_SEQ_SQL",
     "LIST_THREADS_SQL",
     "MIGRATIONS",
+    "MOVE_HEAD_KEPT_SQL",
     "MOVE_HEAD_SQL",
     "NOT_TRACE",
     "REVOKE_DELETE_SQL",
@@ -300,6 +303,23 @@ MOVE_HEAD_SQL: Final = (
     "ON CONFLICT (thread_id) DO UPDATE SET "
     "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
     "run_count = run_count + excluded.run_count, kept = coalesce(excluded.kept, kept)"
+)
+#: A thread's head as an append reads it, once per thread: its last seq and ``kept``.
+HEAD_ROW_SQL: Final = "SELECT last_seq, kept FROM thread_heads WHERE thread_id = ?"
+#: :data:`MOVE_HEAD_SQL` with the thread's ``kept`` as the sixth parameter (an append that
+#: computed it, :func:`journal._sqlite_runs.keep_heads`, passes it; no SQL function call).
+MOVE_HEAD_KEPT_SQL: Final = (
+    f"INSERT INTO thread_heads ({HEAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, "
+    "(SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND first_seq > ?5), ?6) "
+    "ON CONFLICT (thread_id) DO UPDATE SET "
+    "last_seq = excluded.last_seq, last_event_at = excluded.last_event_at, "
+    "run_count = run_count + excluded.run_count, kept = excluded.kept"
+)
+#: The usual move: more events of the run the thread is in (its head exists, no run is new).
+#: Parameters: the new last seq, created_at of the last new event, ``kept``, thread_id. A plain
+#: UPDATE: only the update trigger checks it (an upsert runs the insert trigger as well).
+CONTINUE_HEAD_SQL: Final = (
+    "UPDATE thread_heads SET last_seq = ?, last_event_at = ?, kept = ? WHERE thread_id = ?"
 )
 GRANT_DELETE_SQL: Final = "INSERT OR IGNORE INTO delete_grants (thread_id) VALUES (?)"
 DELETE_EVENTS_SQL: Final = "DELETE FROM events WHERE thread_id = ?"

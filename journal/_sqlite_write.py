@@ -16,7 +16,6 @@ from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._batch import encoded_texts, records_in_order, stored_record
 from journal._runs import project
-from journal._sqlite_conn import transaction
 from journal._sqlite_rows import row_to_event, to_micros
 from journal.events import NewEvent, RunEvent
 
@@ -52,11 +51,13 @@ def _write(
     One pass over the batch numbers each new event after its thread's head and builds its
     row; the records are made after the commit (an owned event becomes its own record).
     """
-    with transaction(conn):
+    conn.execute("BEGIN IMMEDIATE")  # the write lock up front (journal._sqlite_conn)
+    try:
         known: dict[str, RunEvent] = {}
         if look_up:
             known = by_event_ids(conn, {event.event_id for event in events})
         heads: dict[str, list[int]] = {}  # thread -> [old last seq, new last seq, times]
+        stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
         rows: list[tuple[Any, ...]] = []
         numbered: list[tuple[int, NewEvent]] = []
         fresh: list[int] = []  # the batch index of each new event
@@ -70,9 +71,9 @@ def _write(
             thread = values["thread_id"]
             at = to_micros(values["created_at"])
             head = heads.get(thread)
-            if head is None:
-                row = conn.execute(sql.LAST_SEQ_SQL, (thread,)).fetchone()
-                base = row[0] if row else 0
+            if head is None:  # the head row, read once: its last seq and what runs keep in it
+                row = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
+                base, stored[thread] = (row[0], row[1]) if row else (0, None)
                 head = heads[thread] = [base, base, at, at]
             seq = head[1] = head[1] + 1
             head[3] = at
@@ -81,10 +82,19 @@ def _write(
                          values["event_type"], content, metadata, at))  # fmt: skip
             numbered.append((seq, event))
             fresh.append(index)
-        runs.keep(conn, project(numbered))
+        kept = runs.keep_heads(conn, project(numbered), stored)
         conn.executemany(sql.INSERT_EVENT_SQL, rows)
-        for thread, (base, last, first_at, last_at) in heads.items():  # the head follows
-            conn.execute(sql.MOVE_HEAD_SQL, (thread, last, first_at, last_at, base))  # them
+        for thread, (base, last, first_at, last_at) in heads.items():  # the head follows them
+            text, goes_on = kept[thread]
+            if goes_on:
+                conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
+            else:
+                conn.execute(sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     records = [
         stored_record(event, seq, owned[index])
         for (seq, event), index in zip(numbered, fresh, strict=True)

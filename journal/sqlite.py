@@ -181,9 +181,13 @@ class SqliteEventStore(RunEventStore):
 
     def _run(self, action: str, func: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``func`` on a pooled connection, retrying on SQLITE_BUSY, translating errors."""
+        pool = self._pool  # take and give back by hand: no context manager frames per call
         try:
-            with self._pool.connection() as conn:
+            conn = pool.take()
+            try:
                 return retry_busy(lambda: func(conn), deadline_s=self._retry_deadline)
+            finally:
+                pool.give(conn)
         except sqlite3.Error as e:
             raise translate(e, self.path, action) from e
 
