@@ -74,7 +74,8 @@ def main() -> None:
                       for side, tables_ in runs.items()}  # fmt: skip
             parsed = {s: [_NUMBER.match(v) for v in vs] for s, vs in values.items()}
             same = len({v for vs in values.values() for v in vs}) == 1  # a label, e.g. a size
-            if r == 0 or same or not all(m for ms in parsed.values() for m in ms):
+            one_sided = not all(values.values())  # a column only one version prints
+            if r == 0 or same or one_sided or not all(m for ms in parsed.values() for m in ms):
                 cells.append(cell)
                 continue
             med = {s: statistics.median(float(m.group(1).replace(",", "")) for m in ms if m)
