@@ -38,11 +38,11 @@ class Contents:
         result = self._contexts.message_event(thread_id, message, replacement)
         if result is None:
             return SKIP
-        content, digest = result
+        content, digest, text = result
         data = content.get("data")
         kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
         hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
-        return Extra(content, {"digest": digest, "hidden": hidden})
+        return Extra(content, {"digest": digest, "hidden": hidden}, text)
 
     def model_call(
         self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from journal._known_inputs import KnownInputs
+from journal._batch import KnownEvents
+from journal._known_inputs import KnownInputs, select
 from journal._logging import get_logger
+from journal.events import NewEvent
 from journal.spool import Spool, recover_spool, spooled_threads
 from journal.store import RunEventStore
 
 __all__ = ["Delivery"]
 
 _log = get_logger(__name__)
-Event = dict[str, Any]
 
 
 class Delivery:
@@ -66,24 +66,28 @@ class Delivery:
             self._spooled_threads |= threads
             self.drain_spool()
 
-    def write(self, events: list[Event]) -> None:
+    def write(self, events: KnownEvents) -> None:
         """Store ``events`` (retrying), else spool them; a spooled thread's stay spooled."""
         if self._spooled_threads:
             self.drain_spool()  # the spool first: its events happened before these
         events = self._known_inputs.drop_repeats(events, ask_store=not self._store_down())
+        spooled = self._spooled_threads
+        to_spool: list[NewEvent]
         if self._store_down():
-            to_spool, to_store = events, []
+            to_spool, to_store = list(events), KnownEvents()
+        elif spooled:
+            to_spool = [e for e in events if e.thread_id in spooled]
+            to_store = select(events, lambda e: e.thread_id not in spooled)
         else:
-            to_spool = [e for e in events if e["thread_id"] in self._spooled_threads]
-            to_store = [e for e in events if e["thread_id"] not in self._spooled_threads]
+            to_spool, to_store = [], events
         if to_store and not self._append_with_retry(to_store):
             self._down_until = time.monotonic() + self.down_cooldown
             to_spool = [*to_spool, *to_store]
-            to_spool.sort(key=lambda e: e["created_at"])  # keep buffer order across the split
+            to_spool.sort(key=lambda e: e.created_at)  # keep buffer order across the split
         if to_spool and not self._stopped:  # stopped: close spooled the batch already
             self.to_spool(to_spool)
 
-    def to_spool(self, events: list[Event]) -> bool:
+    def to_spool(self, events: Sequence[NewEvent]) -> bool:
         """Append ``events`` to the spool; ``False`` (they are counted as dropped) if it fails."""
         try:
             self.spool.append(events)
@@ -95,9 +99,9 @@ class Delivery:
                 error_type=type(e).__name__,
             )
             for event in events:
-                self._dropped(event["run_id"], 1)
+                self._dropped(event.run_id, 1)
             return False
-        self._spooled_threads.update(e["thread_id"] for e in events)
+        self._spooled_threads.update(e.thread_id for e in events)
         self.spooled_count += len(events)
         _log.warning("journal_events_spooled", path=str(self.spool.path), count=len(events))
         return True
@@ -125,7 +129,7 @@ class Delivery:
     def _store_down(self) -> bool:
         return time.monotonic() < self._down_until
 
-    def _append_with_retry(self, events: list[Event]) -> bool:
+    def _append_with_retry(self, events: KnownEvents) -> bool:
         for attempt, delay in enumerate((*self.retry_delays, None)):
             try:
                 self.store.append(events)
@@ -144,18 +148,20 @@ class Delivery:
                 time.sleep(delay)
         return False  # pragma: no cover - the loop always returns
 
-    def _append_one_by_one(self, events: list[Event]) -> bool:
-        for event in events:
+    def _append_one_by_one(self, events: KnownEvents) -> bool:
+        for event, hints in zip(events, events.hints, strict=True):
+            one = KnownEvents(handed_over=events.handed_over)
+            one.add(event, *hints)
             try:
-                self.store.append([event])
+                self.store.append(one)
             except (ValueError, TypeError):
                 _log.warning(
                     "journal_event_rejected",
-                    run_id=event["run_id"],
-                    event_type=event["event_type"],
+                    run_id=event.run_id,
+                    event_type=event.event_type,
                     count=1,
                 )
-                self._dropped(event["run_id"], 1)
+                self._dropped(event.run_id, 1)
             except Exception:
                 return False  # pragma: no cover - the batch as a whole is retried later
         return True

@@ -37,10 +37,15 @@ class Lazy(NamedTuple):
 
 
 class Extra(NamedTuple):
-    """What a :class:`Lazy` returns to add metadata entries computed by the writer."""
+    """What a :class:`Lazy` returns to add metadata entries computed by the writer.
+
+    ``text``: the canonical text of ``content`` (``journal.encoding.dumps_plain`` of it, never
+    anything else) when the builder encoded it already, so that the store does not again.
+    """
 
     content: Any
     metadata: dict[str, Any]
+    text: str | None = None
 
 
 #: What a :class:`Lazy` returns when, on reflection, there is nothing to write.

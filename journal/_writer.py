@@ -41,10 +41,19 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from journal._batch import Hint, KnownEvents
 from journal._delivery import Delivery
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
-from journal.events import new_event_id
+from journal.events import (
+    CATEGORIES,
+    NewEvent,
+    construct,
+    new_event_id,
+    validate_event_type,
+    validate_id,
+)
+from journal.events import _encoded as _plain_json  # to_jsonable and plain_kind, as prepare's
 from journal.spool import Spool
 from journal.store import RunEventStore
 
@@ -71,7 +80,7 @@ class _Control:
 DropHandler = Callable[[str, int], None]
 #: Seconds :meth:`Writer.close` (and the exit hook) waits for the store before spooling the rest.
 DEFAULT_CLOSE_TIMEOUT: Final = 5.0
-Event = dict[str, Any]
+_GOOD_IDS_MAX: Final = 4096  # thread and run ids checked already (bounded)
 
 
 def _close_at_exit(ref: weakref.ref[Writer]) -> None:
@@ -118,7 +127,9 @@ class Writer:
         # held while taking and building a batch, and to abandon the writer at close
         self._state = threading.Lock()
         self._abandoned = False
-        self._in_flight: list[Event] = []
+        self._in_flight: list[NewEvent] = []
+        self._good_ids: set[str] = set()  # writer thread only (and _abandon, under _state)
+        self._good_types: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting_since: float | None = None  # the writer waits for a Later to settle
@@ -293,23 +304,23 @@ class Writer:
         self._waiting_since = None
         return False
 
-    def _safe_build(self, batch: list[Pending]) -> list[Event]:
+    def _safe_build(self, batch: list[Pending]) -> KnownEvents:
         try:
             return self._build(batch)
         except Exception as e:  # pragma: no cover - _build guards each item
             _log.error("journal_writer_failed", count=len(batch), error_type=type(e).__name__)
             for item in batch:
                 self._dropped(item.run_id, 1)
-            return []
+            return KnownEvents()
 
-    def _safe_write(self, events: list[Event]) -> None:
+    def _safe_write(self, events: KnownEvents) -> None:
         """Write ``events``; an unexpected failure drops them (counted, logged)."""
         try:
             self._delivery.write(events)
         except Exception as e:
             _log.error("journal_writer_failed", count=len(events), error_type=type(e).__name__)
             for event in events:
-                self._dropped(event["run_id"], 1)
+                self._dropped(event.run_id, 1)
 
     def _execute(self, control: _Control) -> None:
         try:
@@ -320,16 +331,23 @@ class Writer:
         finally:
             control.done.set()
 
-    def _build(self, batch: list[Pending]) -> list[Event]:
-        """Turn queued items into event mappings with their final ``event_id``.
+    def _build(self, batch: list[Pending]) -> KnownEvents:
+        """Turn queued items into the store's events, with their final ``event_id``.
 
-        Mappings, not ``NewEvent`` objects: the store validates them once in ``prepare``
-        (a ``NewEvent`` would be validated here and deep-copied there, doubling the cost).
+        Each event is checked once, here (ids per distinct id, the event type per distinct
+        pair, content and metadata made plain JSON when they are not), and handed to the
+        store as :class:`KnownEvents` with what is known of its content and metadata (the
+        canonical text of a message, encoded for its digest; else their kinds), so that the
+        store's ``prepare`` neither validates, walks nor encodes them again. Content that is
+        not plain JSON (a tool's odd object) is encoded by the rules here, as ``prepare``
+        would. An item that fails the checks is dropped (counted, logged), as the store's
+        one-by-one retry would drop it.
         """
-        events: list[Event] = []
+        events = KnownEvents(handed_over=True)
         for p in batch:
             content = p.content
             metadata = p.metadata
+            text: str | None = None
             if type(content) is Lazy or isinstance(content, Later):
                 try:
                     if isinstance(content, Later):
@@ -344,20 +362,50 @@ class Writer:
                     continue
                 if type(content) is Extra:
                     metadata = {**metadata, **content.metadata}
-                    content = content.content
-            events.append(
-                {
-                    "event_id": new_event_id(),
-                    "thread_id": p.thread_id,
-                    "run_id": p.run_id,
-                    "category": p.category,
-                    "event_type": p.event_type,
-                    "content": content,
-                    "metadata": metadata,
-                    "created_at": _EPOCH + timedelta(microseconds=p.created_us),
-                }
-            )
+                    content, text = content.content, content.text
+            content_hint: Hint
+            try:
+                self._check(p)
+                if text is None:
+                    content, content_hint = _plain_json(content)
+                else:  # a message, encoded for its digest: its text is the store's text
+                    content, content_hint = dict(content), text
+                metadata, metadata_hint = _plain_json(metadata)
+                if type(metadata) is not dict:
+                    raise TypeError("metadata must be a mapping")
+            except (ValueError, TypeError):
+                _log.warning("journal_event_rejected", run_id=p.run_id, event_type=p.event_type,
+                             count=1)  # fmt: skip
+                self._dropped(p.run_id, 1)
+                continue
+            values = {
+                "event_id": new_event_id(),
+                "thread_id": p.thread_id,
+                "run_id": p.run_id,
+                "category": p.category,
+                "event_type": p.event_type,
+                "content": content,
+                "metadata": metadata,
+                "created_at": _EPOCH + timedelta(microseconds=p.created_us),
+            }
+            events.add(construct(NewEvent, values), content_hint, metadata_hint)
         return events
+
+    def _check(self, p: Pending) -> None:
+        """Raise ``ValueError`` unless ``p``'s ids and event type are valid (each distinct id
+        and pair is checked once; the event id and ``created_at`` are valid by construction)."""
+        good = self._good_ids
+        if p.thread_id not in good or p.run_id not in good:
+            if len(good) >= _GOOD_IDS_MAX:
+                good.clear()
+            good.add(validate_id(p.thread_id, "thread_id"))
+            good.add(validate_id(p.run_id, "run_id"))
+        pair = (p.category, p.event_type)
+        if pair not in self._good_types:
+            if p.category not in CATEGORIES:
+                raise ValueError(f"category {p.category!r} is unknown")
+            validate_event_type(p.category, p.event_type)
+            self._good_types.add(pair)
 
     def _dropped(self, run_id: str, count: int) -> None:
         if self.on_drop is not None:

@@ -56,7 +56,14 @@ Entry = tuple[str | None, str]  # (message id, digest)
 
 def content_digest(content: Any) -> str:
     """The digest of a stored message (plain JSON data, as ``message_to_content`` gives it)."""
-    return hashlib.blake2b(dumps_plain(content).encode("utf-8"), digest_size=16).hexdigest()
+    return _encoded_digest(content)[1]
+
+
+def _encoded_digest(content: Any) -> tuple[str, str]:
+    """The canonical text of ``content`` and its :func:`content_digest` (the text is kept:
+    it is the text the store would encode again)."""
+    text = dumps_plain(content)
+    return text, hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def stored_digest(content: Any, metadata: dict[str, Any]) -> str:
@@ -219,8 +226,9 @@ class ContextIndex:
 
     def message_event(
         self, thread_id: str, message: BaseMessage, replacement: bool
-    ) -> tuple[dict[str, Any], str] | None:
-        """The stored form and digest of a ``message.*`` event's message.
+    ) -> tuple[dict[str, Any], str, str] | None:
+        """The stored form, digest and canonical text (``dumps_plain`` of the stored form) of
+        a ``message.*`` event's message.
 
         ``replacement``: the id is already journaled; ``None`` when the message did not change
         (nothing to journal).
@@ -232,7 +240,7 @@ class ContextIndex:
             if known is not None and known.matches(message):
                 return None
         content = self._to_content(message)
-        digest = content_digest(content)
+        text, digest = _encoded_digest(content)
         if replacement:
             known = index.journaled.get(mid)
             if known is not None and known.digest == digest:
@@ -244,7 +252,7 @@ class ContextIndex:
         index.journaled[mid] = _Seen(message, digest, message.content)
         index.log.append(mid)
         index.digests.add(digest)
-        return content, digest
+        return content, digest, text
 
     def call_record(
         self, thread_id: str, caller: str, llm_run_id: str, messages: Sequence[BaseMessage]

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from journal._known_inputs import message_id_of
 from journal._logging import get_logger
@@ -56,6 +56,7 @@ __all__ = [
 DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
 
 _log = get_logger(__name__)
+_SEQ: Final = {"seq"}
 _path_locks: dict[str, threading.Lock] = {}
 _path_locks_guard = threading.Lock()
 
@@ -107,8 +108,8 @@ class Spool:
 
         An event that is not valid is written anyway; recovery names and keeps its line.
         """
-        data = "".join(
-            dumps(e.model_dump(mode="json") if isinstance(e, NewEvent) else e) + "\n"
+        data = "".join(  # a record's seq stays out: it is no part of the event to store
+            dumps(e.model_dump(mode="json", exclude=_SEQ) if isinstance(e, NewEvent) else e) + "\n"
             for e in events
         ).encode("utf-8")
         with _locked(self.path):

@@ -23,7 +23,10 @@ construction, alike for all): what a variant costs the collector is shown, not h
 ``--legacy`` runs the earlier protocol (fixed order, no collection between runs) to compare.
 
 Report, per variant: the median of ``--runs`` rounds of wall time and of process CPU time (all
-threads, the journal's writer included; steadier than wall time on a loaded machine), and
+threads, the journal's writer included; steadier than wall time on a loaded machine), the
+median CPU time of the journal's writer thread per run (its per-thread clock: what the run's
+CPU spent off the agent's thread, in building, the store and the collections it triggered;
+read only, it changes no timing), and
 their ratios to the no-op handlers (ratio of the medians, as before); beside it the median of
 the per-round paired ratios to ``noop_inline`` (each round's run divided by that round's
 ``noop_inline`` run: the sound estimator for alternating rounds, since the two runs of a pair
@@ -56,6 +59,7 @@ from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from pydantic import PrivateAttr
 
 from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
+from journal._batch import KnownEvents
 
 
 class LeanScriptedModel(BaseChatModel):
@@ -119,7 +123,7 @@ def callbacks_only(journal: RunJournal) -> RunJournal:
 
     Reaches into the writer (``_build``): a measurement, not an example.
     """
-    journal._writer._build = lambda batch: []  # type: ignore[method-assign]
+    journal._writer._build = lambda batch: KnownEvents()  # type: ignore[method-assign]
     return journal
 
 
@@ -157,6 +161,18 @@ def run_config(callbacks: list[Any], thread: str) -> Any:
 Timing = tuple[float, float]  # (wall seconds, process CPU seconds: every thread, writer included)
 
 
+def writer_cpu(callbacks: list[Any]) -> float:
+    """CPU seconds the journals' writer threads in ``callbacks`` have used so far (Linux
+    per-thread clocks; 0 where there is none): the part of a run's CPU spent off the agent's
+    thread. Reads the writer's thread (``_writer._thread``): a measurement, not an example."""
+    total = 0.0
+    for handler in callbacks:
+        thread = getattr(getattr(handler, "_writer", None), "_thread", None)
+        if isinstance(handler, RunJournal) and thread is not None and thread.ident:
+            total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    return total
+
+
 class GcWatch:
     """Counts the collections (young: generations 0-1; full: 2) and their time, per variant."""
 
@@ -164,6 +180,7 @@ class GcWatch:
         self.variant: str | None = None
         self.stats: dict[str, list[float]] = {}  # variant -> [young, full, seconds]
         self.after: dict[str, list[float]] = {}  # variant -> the collection after each run
+        self.writer: dict[str, list[float]] = {}  # variant -> writer threads' CPU per run
         self._started = 0.0
         gc.callbacks.append(self._callback)
 
@@ -190,26 +207,34 @@ class GcWatch:
         gc.callbacks.remove(self._callback)
 
 
-def run_sync(agent: Any, callbacks: list[Any], thread: str) -> Timing:
-    """Wall and CPU seconds of one sync run (plus the journal's final flush when journaled)."""
+def run_sync(agent: Any, callbacks: list[Any], thread: str, writer: list[float]) -> Timing:
+    """Wall and CPU seconds of one sync run (plus the journal's final flush when journaled);
+    appends the writer threads' CPU seconds of the run to ``writer``."""
     config = run_config(callbacks, thread)
+    before = writer_cpu(callbacks)
     start, cpu = time.perf_counter(), time.process_time()
     agent.invoke({"messages": [HumanMessage("go")]}, config)
     for handler in callbacks:
         if isinstance(handler, RunJournal):
             handler.flush()
-    return time.perf_counter() - start, time.process_time() - cpu
+    timing = time.perf_counter() - start, time.process_time() - cpu
+    writer.append(writer_cpu(callbacks) - before)
+    return timing
 
 
-async def run_async(agent: Any, callbacks: list[Any], thread: str) -> Timing:
-    """Wall and CPU seconds of one async run (plus the journal's final flush when journaled)."""
+async def run_async(agent: Any, callbacks: list[Any], thread: str, writer: list[float]) -> Timing:
+    """Wall and CPU seconds of one async run (plus the journal's final flush when journaled);
+    appends the writer threads' CPU seconds of the run to ``writer``."""
     config = run_config(callbacks, thread)
+    before = writer_cpu(callbacks)
     start, cpu = time.perf_counter(), time.process_time()
     await agent.ainvoke({"messages": [HumanMessage("go")]}, config)
     for handler in callbacks:
         if isinstance(handler, RunJournal):
             await handler.aflush()
-    return time.perf_counter() - start, time.process_time() - cpu
+    timing = time.perf_counter() - start, time.process_time() - cpu
+    writer.append(writer_cpu(callbacks) - before)
+    return timing
 
 
 def bench(
@@ -230,13 +255,15 @@ def bench(
                 watch.collect(previous)
             previous = name if round_no else None
             watch.variant = name if round_no else None
+            writer: list[float] = []
             if mode == "sync":
-                timing = run_sync(agent, callbacks(), thread)
+                timing = run_sync(agent, callbacks(), thread, writer)
             else:
-                timing = asyncio.run(run_async(agent, callbacks(), thread))
+                timing = asyncio.run(run_async(agent, callbacks(), thread, writer))
             watch.variant = None
             if round_no:
                 times[name].append(timing)
+                watch.writer.setdefault(name, []).extend(writer)
     return times
 
 
@@ -256,13 +283,15 @@ def report(mode: str, times: dict[str, list[Timing]], watch: GcWatch) -> list[st
         young, full, spent = watch.stats.pop(name, [0.0, 0.0, 0.0])
         after = watch.after.pop(name, [])
         leftover = f"{statistics.median(after) * 1000:.0f}" if after else "-"
+        writer = statistics.median(watch.writer.pop(name, [0.0])) * 1000
         runs = len(values)
         rows.append(
             f"| {mode} | {name} | {wall[name] * 1000:.0f} | {wall[name] / wall['noop']:.2f} | "
             f"{wall[name] / wall['noop_inline']:.2f} | {paired(times, name, 0):.2f} | "
             f"{cpu[name] * 1000:.0f} | {cpu[name] / cpu['noop']:.2f} | "
             f"{cpu[name] / cpu['noop_inline']:.2f} | {paired(times, name, 1):.2f} | "
-            f"{young / runs:.1f} / {full / runs:.2f} | {spent / runs * 1000:.1f} | {leftover} |"
+            f"{young / runs:.1f} / {full / runs:.2f} | {spent / runs * 1000:.1f} | {leftover} | "
+            f"{f'{writer:.1f}' if writer else '-'} |"
         )
     return rows
 
@@ -292,8 +321,9 @@ def main() -> None:
         rows = [
             "| mode | variant | wall ms | wall x noop | wall x noop_inline | paired wall x "
             "noop_inline | CPU ms | CPU x noop | CPU x noop_inline | paired CPU x noop_inline "
-            "| gc young / full per run | gc ms per run | full collection after, ms |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| gc young / full per run | gc ms per run | full collection after, ms | writer "
+            "CPU ms per run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         watch = GcWatch()
         for mode in ("sync", "async"):

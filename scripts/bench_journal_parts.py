@@ -7,11 +7,15 @@ collector paused:
 
 * ``callbacks``: the callback path, replayed into a fresh ``RunJournal`` whose events are
   collected instead of queued for its writer — what the agent's thread pays;
-* ``build``: the writer thread turning those queued events into store batches (message
-  conversion, digests, context records, event ids);
+* ``build``: the writer thread turning those queued events into store batches, 150 queued
+  items a batch as the writer takes them in such a run (message conversion, digests, context
+  records, event ids, and whatever checks the writer makes before the store's);
 * ``prepare``: ``SqliteEventStore.prepare`` of the batches (validation, encoding, caps);
-* ``append``: ``SqliteEventStore.append`` of the batches into a fresh database, 150 events per
-  batch as the writer sends them in such a run (``prepare`` included).
+* ``append``: ``SqliteEventStore.append`` of the batches into a fresh database (``prepare``
+  included).
+
+Read ``build`` and ``prepare`` together when comparing trees: work moves between them (a
+writer that checks and encodes what it builds leaves ``prepare`` less to do).
 
 Reports the minimum (the least disturbed run) and the median of each, in ms per run and µs per
 event. It reaches into the journal's parts (``_sink``, ``Writer._build``): a measurement tool,
@@ -131,13 +135,13 @@ def main() -> None:
         for run in range(args.runs + 1):
             spent, queued = cpu(partial(replay, recorder.calls, tmp))
             writer = Writer(MemoryEventStore(), Spool(tmp / "unused-writer.jsonl"))
-            built_in, built = cpu(partial(writer._build, queued))
-            batches = [built[k : k + _BATCH] for k in range(0, len(built), _BATCH)]
+            chunks = [queued[k : k + _BATCH] for k in range(0, len(queued), _BATCH)]
+            built_in, batches = cpu(partial(_each, writer._build, chunks))
             store = SqliteEventStore(tmp / f"parts-{run}.db")
             prepared_in, _ = cpu(partial(_each, store.prepare, batches))
             appended_in, _ = cpu(partial(_each, store.append, batches))
             store.close()
-            events = len(built)
+            events = sum(map(len, batches))
             if run:  # the first round warms up
                 for name, value in zip(
                     times, (spent, built_in, prepared_in, appended_in), strict=True
