@@ -12,11 +12,12 @@ for an event object of the parsed values (the fields in sorted key order, conten
 encoded by orjson), and the top-level strings are checked by hand (ids, the catalog, the time
 stamp's export form), none of them holding a character JSON escapes, so each one's JSON text
 is itself in quotes. Equal, the line is orjson's encoding of exactly that object. orjson's text
-of parsed JSON is the canonical one except for floats (its float forms differ from the json
-module's: ``1e-7`` for ``1e-07``) and except where the rules change the data (nesting deeper
-than ``MAX_DEPTH``; lone surrogates and huge ints orjson does not read as such). So content or
-metadata holding a float comes with its kind, not its text (the store encodes it by the rules);
-nesting near the limit sends the line to the checked path.
+of parsed JSON is the canonical one except for small floats (below 1e-4 its forms differ from
+the json module's: ``1e-7`` for ``1e-07``; :func:`journal.encoding.same_float_text`) and except
+where the rules change the data (nesting deeper than ``MAX_DEPTH``; lone surrogates and huge
+ints orjson does not read as such). So content or metadata holding such a float comes with its
+kind, not its text (the store encodes it by the rules); nesting near the limit sends the line
+to the checked path.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Final
 import orjson
 
 from journal._batch import Hint
-from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS
+from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS, same_float_text
 from journal.events import CATEGORIES, MAX_ID_LENGTH, RunEvent, construct, validate_event_type
 
 __all__ = ["EXPORTED_TIME", "exported_line"]
@@ -94,14 +95,15 @@ def _new_type(category: str, event_type: str) -> bool:
 
 
 def _has_float(value: Any, depth: int) -> bool | None:
-    """Whether parsed JSON ``value`` (a dict or list at ``depth``) holds a float; ``None``
-    when it nests :data:`_DEEP` levels or more."""
+    """Whether parsed JSON ``value`` (a dict or list at ``depth``) holds a float orjson
+    writes its own way (not :func:`same_float_text`); ``None`` when it nests :data:`_DEEP`
+    levels or more."""
     if depth >= _DEEP:
         return None
     found: bool | None = False
     for item in value.values() if type(value) is dict else value:
         kind = type(item)
-        if kind is float:
+        if kind is float and not same_float_text(item):
             found = True
         elif (kind is dict or kind is list) and item:
             inner = _has_float(item, depth + 1)
@@ -113,10 +115,10 @@ def _has_float(value: Any, depth: int) -> bool | None:
 
 def _hint(value: Any, text: str) -> Hint | None:
     """What the store is told of parsed ``value`` whose orjson text is ``text``: the text
-    itself when it is the canonical one, the kind when a float is in it (the store encodes
-    it by the rules); ``None``: nested too deep for this path."""
+    itself when it is the canonical one, the kind when a float orjson writes its own way is
+    in it (the store encodes it by the rules); ``None``: nested too deep for this path."""
     if type(value) is float:
-        return PLAIN_NUMBERS
+        return text if same_float_text(value) else PLAIN_NUMBERS
     # orjson writes every float with a "." or a signed exponent; a text without any of them
     # holds none, and one too short or with too few brackets nests no deeper than _DEEP
     if (

@@ -57,6 +57,7 @@ __all__ = [
     "loads",
     "plain",
     "plain_kind",
+    "same_float_text",
     "to_jsonable",
 ]
 
@@ -152,10 +153,39 @@ def _valid_text(value: str) -> bool:
 
 #: What :func:`plain_kind` says of a value.
 NOT_PLAIN: Final = 0  # the rules change something: encode it with to_jsonable
-PLAIN: Final = 1  # plain JSON without floats or ints beyond 64 bits
-PLAIN_NUMBERS: Final = 2  # plain JSON with floats or big ints (formatted by the json module)
+PLAIN: Final = 1  # plain JSON orjson writes as the rules do (see same_float_text)
+PLAIN_NUMBERS: Final = 2  # plain JSON with numbers only the json module formats canonically
 _INT64_BITS: Final = 63
 _INT64_LIMIT: Final = 2**_INT64_BITS  # |int| below it: at most _INT64_BITS bits
+#: Below this magnitude (zero aside) orjson writes floats its own way (``1e-7``, ``0.00001``)
+#: where the rules, the json module, write ``repr`` (``1e-07``, ``1e-05``).
+_ORJSON_FLOAT_MIN: Final = 1e-4
+#: From this magnitude up a float may be what orjson reads for an int beyond 64 bits (the json
+#: module reads an int): such data is not plain in orjson's sense.
+_ORJSON_FLOAT_MAX: Final = 2.0**63
+#: Floats that probe the forms where float formatters differ: exponent signs and digits,
+#: the switch to exponent notation, the shortest round-trip digits, the bounds.
+_FLOAT_PROBES: Final = (0.0, -0.0, 1e-4, 0.00012345678901234, 0.1, 0.3, 2 / 3, 12.345, 100.0,
+                        1e15, 123456789012345.6, 1e16, 1234567890123456.8, 1e22, 1.5e300,
+                        5e-4, -2.5e-4, 1.7976931348623157e308, -9007199254740993.0)  # fmt: skip
+
+
+def _orjson_floats_agree() -> bool:
+    """Whether this orjson writes every probe float as the json module does (``repr``)."""
+    return all(orjson.dumps(x) == repr(x).encode() for x in _FLOAT_PROBES)
+
+
+#: Whether orjson writes floats from :data:`_ORJSON_FLOAT_MIN` up as the rules do (another
+#: orjson version might not: then every float is formatted by the json module).
+_FAST_FLOATS: Final = _orjson_floats_agree()
+
+
+def same_float_text(value: float) -> bool:
+    """Whether orjson and the rules agree on the finite float ``value``: orjson writes it
+    exactly as the rules do, and its value read from that text is the json module's. True
+    for zero and magnitudes from :data:`_ORJSON_FLOAT_MIN` below :data:`_ORJSON_FLOAT_MAX`
+    (a property test holds orjson to it)."""
+    return _FAST_FLOATS and (value == 0.0 or _ORJSON_FLOAT_MIN <= abs(value) < _ORJSON_FLOAT_MAX)
 
 
 def _scalar_kind(value: Any, kind: type) -> int | None:
@@ -170,7 +200,9 @@ def _scalar_kind(value: Any, kind: type) -> int | None:
     if kind is bool or value is None:
         return PLAIN
     if kind is float:
-        return PLAIN_NUMBERS if math.isfinite(value) else NOT_PLAIN
+        if not math.isfinite(value):
+            return NOT_PLAIN
+        return PLAIN if same_float_text(value) else PLAIN_NUMBERS
     if kind is Plain:
         return cast(int, value.kind)
     return None
@@ -241,8 +273,9 @@ def _container_kind(value: dict[Any, Any] | list[Any], depth: int) -> int:
 def encode_plain(value: Any, kind: int) -> str:
     """The canonical text of ``value``, whose :func:`plain_kind` is ``kind`` (not NOT_PLAIN).
 
-    Without floats or big ints, a fast encoder writes it (its output for such data is exactly
-    the json module's: same escapes, same key order, no spaces); otherwise the json module.
+    ``PLAIN`` data (no big int, no float orjson writes its own way: :func:`same_float_text`)
+    a fast encoder writes (its output for such data is exactly the json module's: same
+    escapes, same key order, same numbers, no spaces); otherwise the json module.
     """
     if kind == PLAIN:
         try:

@@ -182,8 +182,10 @@ def _usual_line(text: str) -> tuple[NewEvent, int, int, int | None] | None:
     anything else (then :func:`_checked_line` reads it, and says what is wrong).
 
     orjson's value of JSON text differs from the json module's only in numbers (it reads an
-    int beyond 64 bits as a float): with no float in the event it is exact; with one, it is
-    exact when it encodes back to the very text (as :func:`journal.encoding.loads` checks).
+    int beyond 64 bits as a float): with ``PLAIN`` content and metadata (no float but those
+    :func:`journal.encoding.same_float_text` trusts, none of them that big) it is exact;
+    otherwise it is exact when it encodes back to the very text (as
+    :func:`journal.encoding.loads` checks).
     """
     try:
         raw = orjson.loads(text)

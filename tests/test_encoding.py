@@ -407,3 +407,38 @@ def test_fast_encoder_escapes_like_the_json_module(text: str) -> None:
 
     value = {text: [text, {"k": text}]}
     assert encode_plain(value, PLAIN) == _canonical(value)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_orjson_writes_the_floats_it_is_trusted_with_as_the_rules_do(value: float) -> None:
+    """A float ``same_float_text`` trusts to orjson is written byte for byte as the rules
+    write it, alone and inside data (where it keeps the data PLAIN)."""
+    import orjson
+
+    from journal.encoding import PLAIN, PLAIN_NUMBERS, _canonical, plain_kind, same_float_text
+
+    data = {"latency_ms": value, "usage": [1, value]}
+    if same_float_text(value):
+        assert orjson.dumps(value).decode() == _canonical(value)
+        assert plain_kind(data) == PLAIN
+        assert orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode() == _canonical(data)
+    else:
+        assert plain_kind(data) == PLAIN_NUMBERS
+
+
+@pytest.mark.parametrize(
+    ("value", "trusted"),
+    [(0.0, True), (-0.0, True), (1e-4, True), (-2.5e-4, True), (123.456, True), (1e16, True),
+     (9.2e18, True), (2.0**63, False), (-9.223372036854776e18, False),
+     (1.7976931348623157e308, False), (9.999999999999999e-05, False), (1e-05, False),
+     (-1e-07, False), (5e-324, False)],
+)  # fmt: skip
+def test_small_floats_stay_with_the_json_module(value: float, trusted: bool) -> None:
+    """Floats below 1e-4 (zero aside), which orjson writes its own way (``1e-7``), and from
+    2**63 up (what orjson reads for an int beyond 64 bits) are encoded by the json module;
+    the stored text is the rules' either way."""
+    from journal.encoding import _canonical, dumps, same_float_text
+
+    assert same_float_text(value) is trusted
+    assert dumps({"x": value}) == _canonical({"x": value}) == '{"x":' + repr(value) + "}"
