@@ -45,6 +45,7 @@ from journal._batch import Hint, KnownEvents
 from journal._delivery import Delivery
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
+from journal.encoding import jsonable_with_kind
 from journal.events import (
     CATEGORIES,
     NewEvent,
@@ -53,7 +54,6 @@ from journal.events import (
     validate_event_type,
     validate_id,
 )
-from journal.events import _encoded as _plain_json  # to_jsonable and plain_kind, as prepare's
 from journal.spool import Spool
 from journal.store import RunEventStore
 
@@ -367,10 +367,10 @@ class Writer:
             try:
                 self._check(p)
                 if text is None:
-                    content, content_hint = _plain_json(content)
+                    content, content_hint = jsonable_with_kind(content)
                 else:  # a message, encoded for its digest: its text is the store's text
                     content, content_hint = dict(content), text
-                metadata, metadata_hint = _plain_json(metadata)
+                metadata, metadata_hint = jsonable_with_kind(metadata)
                 if type(metadata) is not dict:
                     raise TypeError("metadata must be a mapping")
             except (ValueError, TypeError):

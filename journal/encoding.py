@@ -54,6 +54,7 @@ __all__ = [
     "dumps",
     "dumps_plain",
     "encode_plain",
+    "jsonable_with_kind",
     "loads",
     "plain",
     "plain_kind",
@@ -296,6 +297,18 @@ def to_jsonable(value: Any) -> Any:
     if plain_kind(value):
         return value
     return _encode(value, 0, set())
+
+
+def jsonable_with_kind(value: Any) -> tuple[Any, int]:
+    """``to_jsonable(value)`` and its :func:`plain_kind` (never ``NOT_PLAIN``), walking plain
+    data once."""
+    if type(value) is Plain:
+        return dict(value), value.kind
+    kind = plain_kind(value)
+    if kind == NOT_PLAIN:
+        value = to_jsonable(value)
+        kind = plain_kind(value)
+    return value, kind
 
 
 def _encode(value: Any, depth: int, active: set[int]) -> Any:

@@ -37,7 +37,7 @@ from journal._summaries import (
     status_from_lifecycle,
 )
 from journal.catalog import TAG_RE
-from journal.encoding import NOT_PLAIN, PLAIN, Plain, plain_kind, to_jsonable
+from journal.encoding import PLAIN, jsonable_with_kind, plain_kind, to_jsonable
 
 __all__ = [
     "CATEGORIES",
@@ -253,10 +253,10 @@ def _usual_fields(data: Mapping[str, Any]) -> tuple[dict[str, Any], int, int] | 
     if metadata is None:
         metadata, metadata_kind = {}, PLAIN
     else:
-        metadata, metadata_kind = _encoded(metadata)
+        metadata, metadata_kind = jsonable_with_kind(metadata)
         if type(metadata) is not dict:
             return None
-    content, content_kind = _encoded(get("content"))
+    content, content_kind = jsonable_with_kind(get("content"))
     fields = {
         "event_id": event_id,
         "thread_id": thread_id,
@@ -268,17 +268,6 @@ def _usual_fields(data: Mapping[str, Any]) -> tuple[dict[str, Any], int, int] | 
         "created_at": created_at,
     }
     return fields, content_kind, metadata_kind
-
-
-def _encoded(value: Any) -> tuple[Any, int]:
-    """``to_jsonable(value)`` and its :func:`plain_kind`."""
-    if type(value) is Plain:
-        return dict(value), value.kind
-    kind = plain_kind(value)
-    if kind == NOT_PLAIN:
-        value = to_jsonable(value)
-        kind = plain_kind(value)
-    return value, kind
 
 
 # The four slots of a pydantic model, set directly: what ``model_construct`` sets, without
