@@ -123,6 +123,21 @@ def peer_on(recorder: Any) -> Callable[[int, int], None]:
     return append
 
 
+def write_rows(
+    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], thread: str, last: int
+) -> None:
+    """The raw and floor sides' transaction: the rows, then the head moved to ``last``."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(schema.INSERT_EVENT_SQL, rows)
+    conn.execute(
+        "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
+        "VALUES (?, ?, 0, 0) "
+        "ON CONFLICT (thread_id) DO UPDATE SET last_seq = excluded.last_seq",
+        (thread, last),
+    )
+    conn.execute("COMMIT")
+
+
 def raw(
     path: Path, synchronous: str, total: int
 ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
@@ -143,15 +158,7 @@ def raw(
              texts[start + k], "{}", 0)
             for k in range(count)
         ]  # fmt: skip
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(schema.INSERT_EVENT_SQL, rows)
-        conn.execute(
-            "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
-            "VALUES (?, ?, 0, 0) "
-            "ON CONFLICT (thread_id) DO UPDATE SET last_seq = excluded.last_seq",
-            (thread, first + count),
-        )
-        conn.execute("COMMIT")
+        write_rows(conn, rows, thread, first + count)
         heads[thread] = first + count
 
     return append, conn.close
@@ -178,15 +185,7 @@ def floor(path: Path, synchronous: str) -> tuple[Callable[[int, int], None], Cal
              e["event_type"], orjson.dumps(e["content"]).decode(), "{}", to_micros(utcnow()))
             for k, e in enumerate(batch)
         ]  # fmt: skip
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(schema.INSERT_EVENT_SQL, rows)
-        conn.execute(
-            "INSERT INTO thread_heads (thread_id, last_seq, first_event_at, last_event_at) "
-            "VALUES (?, ?, 0, 0) "
-            "ON CONFLICT (thread_id) DO UPDATE SET last_seq = excluded.last_seq",
-            (thread, first + count),
-        )
-        conn.execute("COMMIT")
+        write_rows(conn, rows, thread, first + count)
         heads[thread] = first + count
 
     return append, conn.close
