@@ -122,11 +122,17 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
             for thread_id, batch in by_thread.items()
             if (kept := [e for e in batch if e.event_id not in known])
         }
+    numbered: list[tuple[list[NewEvent], int]] = []
     for thread_id in sorted(by_thread):  # one lock order for every writer: no deadlock
         batch = by_thread[thread_id]
         params = thread_params(thread_id, batch, texts)
         params.update(runs_params(thread_id, project(enumerate(batch, start=1))))
         [(last,)] = yield sql.APPEND_THREAD, params
+        numbered.append((batch, last))
+    # Records only once every thread's statement went through: an event prepare built turns
+    # into its record in place, and a later thread's failure (the whole transaction rolled
+    # back) must leave the batch as it was for the retry and the spool.
+    for batch, last in numbered:
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = stored_record(event, seq, id(event) in mine)
     return records_in_order(events, known)

@@ -267,6 +267,29 @@ def test_batch_failing_on_its_second_thread_leaves_nothing(
     assert seqs(pg.append(many(1, thread_id="t1"))) == [1]
 
 
+def test_batch_failing_on_its_second_thread_leaves_the_prepared_batch_unnumbered(
+    pg: PostgresEventStore, postgres_db_url: str
+) -> None:
+    """A rolled-back two-thread append leaves no event of its prepared batch turned into a
+    record with the seq its first thread was given: a retry and the spool see the batch whole."""
+    pg.append(many(1, thread_id="t2"))
+    given = [*many(2, thread_id="t1"), *many(2, thread_id="t2")]
+    prepared = pg.prepare([event.model_dump() for event in given])  # prepare builds each event
+    with (
+        psycopg.connect(postgres_db_url) as blocker,
+        psycopg.connect(postgres_db_url, autocommit=True) as writer,
+    ):
+        blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't2' FOR UPDATE")
+        writer.execute("SET statement_timeout = 200")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            _drive(writer, append_op(prepared, checked=False))
+        blocker.rollback()
+    assert [type(event).__name__ for event in prepared] == ["NewEvent"] * 4
+    assert not any("seq" in event.__dict__ for event in prepared)
+    assert pg.last_seq("t1") == 0
+    assert seqs(pg.append(given)) == [1, 2, 2, 3]
+
+
 async def test_cancelled_aappend_stores_nothing_and_leaves_no_gap(
     pg: PostgresEventStore, postgres_db_url: str
 ) -> None:
