@@ -9,9 +9,11 @@ from typing import Any, Final
 from journal.encoding import loads
 from journal.events import RunEvent, construct
 
-__all__ = ["from_micros", "record", "row_to_event", "to_micros"]
+__all__ = ["EPOCH", "from_micros", "record", "row_to_event", "to_micros"]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: What stored times count from (``created_at`` 0).
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH: Final = EPOCH
 _MICROSECOND: Final = timedelta(microseconds=1)
 
 

@@ -17,6 +17,7 @@ from journal import _sqlite_schema as sql
 from journal._batch import encoded_texts, records_in_order, stored_record
 from journal._runs import project
 from journal._sqlite_rows import row_to_event, to_micros
+from journal._sqlite_tail import keep_going
 from journal.events import NewEvent, RunEvent
 
 __all__ = ["append_events", "by_event_ids"]
@@ -62,6 +63,8 @@ def _write(
         numbered: list[tuple[int, NewEvent]] = []
         fresh: list[int] = []  # the batch index of each new event
         taken: set[str] = set(known)
+        run_id = events[0].__dict__["run_id"]
+        one_run = True  # every new event of one run (the usual batch)
         for index, event in enumerate(events):
             values = event.__dict__
             event_id = values["event_id"]
@@ -78,18 +81,31 @@ def _write(
             seq = head[1] = head[1] + 1
             head[3] = at
             content, metadata = texts[index]
-            rows.append((event_id, thread, seq, values["run_id"], values["category"],
+            run = values["run_id"]
+            if run != run_id:
+                one_run = False
+            rows.append((event_id, thread, seq, run, values["category"],
                          values["event_type"], content, metadata, at))  # fmt: skip
             numbered.append((seq, event))
             fresh.append(index)
-        kept = runs.keep_heads(conn, project(numbered), stored)
-        conn.executemany(sql.INSERT_EVENT_SQL, rows)
-        for thread, (base, last, first_at, last_at) in heads.items():  # the head follows them
-            text, goes_on = kept[thread]
-            if goes_on:
-                conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
-            else:
-                conn.execute(sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text))
+        going = None  # the usual batch: its run goes on (no Projection, no runs row)
+        if one_run and len(heads) == 1 and rows:
+            newest = rows[-1]  # its thread, seq and time are the head's new ones
+            going = keep_going(newest[1], run_id, stored[newest[1]], rows, numbered)
+        if going is not None:
+            conn.executemany(sql.INSERT_EVENT_SQL, rows)
+            conn.execute(sql.CONTINUE_HEAD_SQL, (newest[2], newest[8], going, newest[1]))
+        else:
+            kept = runs.keep_heads(conn, project(numbered), stored)
+            conn.executemany(sql.INSERT_EVENT_SQL, rows)
+            for thread, (base, last, first_at, last_at) in heads.items():  # the head follows
+                text, goes_on = kept[thread]
+                if goes_on:
+                    conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
+                else:
+                    conn.execute(
+                        sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text)
+                    )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
