@@ -60,6 +60,7 @@ from journal._summaries import (
 from journal.events import NewEvent
 
 __all__ = [
+    "FOLDS_MORE",
     "MERGE_RULES",
     "PREVIEW_CHARS",
     "TOOL_CALLS",
@@ -93,7 +94,7 @@ _ERROR_CHARS: Final = 4096
 TOOL_CALLS: Final = _TOOL_CALLS
 #: Beyond the lifecycle category, the event types :meth:`RunFold.add` reads more of than
 #: the seqs, times, counts and an ``llm.end``'s usage and model (see :func:`folds_more`).
-_FOLDS_MORE: Final = frozenset({"llm.error", "message.human", "message.ai"})
+FOLDS_MORE: Final = frozenset({"llm.error", "message.human", "message.ai"})
 
 
 def folds_more(event_type: str, category: str) -> bool:
@@ -101,7 +102,7 @@ def folds_more(event_type: str, category: str) -> bool:
     time, count a tool call or add an ``llm.end``'s usage and model: a lifecycle event, an
     ``llm.error``, a human or AI message (a fold of the run's stored values folds the others
     itself, :func:`journal._sqlite_tail.keep_going`)."""
-    return category == "lifecycle" or event_type in _FOLDS_MORE
+    return category == "lifecycle" or event_type in FOLDS_MORE
 
 
 #: A thread's usage: ``(scope, key)`` -> counts of :data:`USAGE_COUNTS`.

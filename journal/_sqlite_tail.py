@@ -11,12 +11,12 @@ merge. The answers are those of :func:`journal._sqlite_runs.keep_heads` for the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import orjson
 
-from journal._runs import TOOL_CALLS, USAGE_COUNTS, RunFold, folds_more
+from journal._runs import FOLDS_MORE, TOOL_CALLS, USAGE_COUNTS, USAGE_KEYS, RunFold
 from journal._runs_read import short_name, usage_values
 from journal._runs_rows import RUN_COLUMNS, merge_values
 from journal._sqlite_rows import EPOCH
@@ -32,6 +32,7 @@ _LLM_CALLS: Final = RUN_COLUMNS.index("llm_calls")
 _TOOL_CALLS: Final = RUN_COLUMNS.index("tool_calls")
 _TOKENS: Final = RUN_COLUMNS.index("input_tokens")
 assert RUN_COLUMNS[_TOKENS : _TOKENS + len(USAGE_COUNTS) - 1] == USAGE_COUNTS[1:]
+_NO_USAGE: Final = (0,) * len(USAGE_KEYS)
 
 
 def keep_going(
@@ -64,7 +65,7 @@ def keep_going(
     calls: dict[tuple[str, str], list[int]] = {}
     for row, (_, event) in zip(rows, events, strict=True):
         kind = row[5]
-        if folds_more(kind, row[4]):  # by the fold itself (none of them is an llm.end)
+        if kind in FOLDS_MORE or row[4] == "lifecycle":  # by the fold itself (folds_more)
             fold = RunFold.starting(row[2], event)
             fold.add(row[2], event)
             tail = merge_values(tail, _to_values(fold))
@@ -73,33 +74,32 @@ def keep_going(
         tail[_COUNT] += 1
         if kind == "llm.end":
             tail[_LLM_CALLS] += 1
-            metadata = event.metadata
+            metadata = event.__dict__["metadata"]
+            if not metadata:  # no usage, no model, no caller
+                _count(calls, _NO_USAGE, "unknown", "unknown")
+                continue
             usage = usage_values(metadata)
             for index, value in enumerate(usage, start=_TOKENS):
                 tail[index] += value
             model = short_name(metadata.get("model"))
             if model is not None and model not in tail[_MODELS]:
                 tail[_MODELS].append(model)
-            _count(calls, usage, model, metadata)
+            caller = short_name(metadata.get("caller"))
+            _count(calls, usage, model or "unknown", caller or "unknown")
         elif kind in TOOL_CALLS:
             tail[_TOOL_CALLS] += 1
     if calls:
-        named = [(m, c, dict(zip(USAGE_COUNTS, n, strict=True))) for (m, c), n in calls.items()]
-        _add_calls(cells, named)
+        _add_calls(cells, [(model, caller, n) for (model, caller), n in calls.items()])
     return orjson.dumps([tail_run, tail, cells]).decode()
 
 
 def _count(
-    calls: dict[tuple[str, str], list[int]],
-    usage: list[int],
-    model: str | None,
-    metadata: Mapping[str, Any],
+    calls: dict[tuple[str, str], list[int]], usage: Sequence[int], model: str, caller: str
 ) -> None:
     """Count one model call of ``usage`` in ``calls`` (``(model, caller)`` -> counts)."""
-    cell = (model or "unknown", short_name(metadata.get("caller")) or "unknown")
-    counts = calls.get(cell)
+    counts = calls.get((model, caller))
     if counts is None:
-        calls[cell] = [1, *usage]
+        calls[model, caller] = [1, *usage]
     else:
         counts[0] += 1
         for index, value in enumerate(usage, start=1):

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import encoded_texts, records_in_order, stored_record
+from journal._batch import PreparedBatch, encoded_texts, records_in_order, stored_record
 from journal._runs import project
 from journal._sqlite_rows import row_to_event, to_micros
 from journal._sqlite_tail import keep_going
@@ -27,10 +27,14 @@ _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 
 def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
     """Append a prepared batch on ``conn``; the stored records in input order."""
-    texts = encoded_texts(events)
-    owned = getattr(events, "owned", None)
-    if not (isinstance(owned, list) and len(owned) == len(events)):
-        owned = [False] * len(events)
+    if type(events) is PreparedBatch:  # the usual batch: its texts and owned, as they are
+        texts: Sequence[tuple[str, str]] = events.texts
+        owned: Sequence[bool] = events.owned
+    else:
+        texts = encoded_texts(events)
+        found: Any = getattr(events, "owned", None)
+        usable = isinstance(found, list) and len(found) == len(events)
+        owned = found if usable else [False] * len(events)
     try:  # optimistic: event ids are almost always new, so skip looking them up
         return _write(conn, events, texts, owned, look_up=False)
     except sqlite3.IntegrityError as e:
