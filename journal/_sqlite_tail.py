@@ -20,7 +20,7 @@ from journal._runs import FOLDS_MORE, TOOL_CALLS, USAGE_COUNTS, USAGE_KEYS, RunF
 from journal._runs_read import short_name, usage_values
 from journal._runs_rows import RUN_COLUMNS, merge_values
 from journal._sqlite_rows import EPOCH
-from journal._sqlite_runs import _MODELS, _TIMES, _add_calls, _to_values
+from journal._sqlite_runs import _MODELS, _TIMES, _to_values, add_call
 from journal.events import NewEvent
 
 __all__ = ["keep_going"]
@@ -32,7 +32,7 @@ _LLM_CALLS: Final = RUN_COLUMNS.index("llm_calls")
 _TOOL_CALLS: Final = RUN_COLUMNS.index("tool_calls")
 _TOKENS: Final = RUN_COLUMNS.index("input_tokens")
 assert RUN_COLUMNS[_TOKENS : _TOKENS + len(USAGE_COUNTS) - 1] == USAGE_COUNTS[1:]
-_NO_USAGE: Final = (0,) * len(USAGE_KEYS)
+_ONE_CALL: Final = (1, *(0,) * len(USAGE_KEYS))  # a call without usage
 
 
 def keep_going(
@@ -62,7 +62,6 @@ def keep_going(
         first = rows[0]
         tail = _to_values(RunFold(thread_id, run_id, first[2], first[2], EPOCH, EPOCH))
         tail[_TIMES[0]] = tail[_TIMES[1]] = first[8]
-    calls: dict[tuple[str, str], list[int]] = {}
     for row, (_, event) in zip(rows, events, strict=True):
         kind = row[5]
         if kind in FOLDS_MORE or row[4] == "lifecycle":  # by the fold itself (folds_more)
@@ -76,7 +75,7 @@ def keep_going(
             tail[_LLM_CALLS] += 1
             metadata = event.__dict__["metadata"]
             if not metadata:  # no usage, no model, no caller
-                _count(calls, _NO_USAGE, "unknown", "unknown")
+                add_call(cells, "unknown", "unknown", _ONE_CALL)
                 continue
             usage = usage_values(metadata)
             for index, value in enumerate(usage, start=_TOKENS):
@@ -84,23 +83,8 @@ def keep_going(
             model = short_name(metadata.get("model"))
             if model is not None and model not in tail[_MODELS]:
                 tail[_MODELS].append(model)
-            caller = short_name(metadata.get("caller"))
-            _count(calls, usage, model or "unknown", caller or "unknown")
+            caller = short_name(metadata.get("caller")) or "unknown"
+            add_call(cells, model or "unknown", caller, (1, *usage))
         elif kind in TOOL_CALLS:
             tail[_TOOL_CALLS] += 1
-    if calls:
-        _add_calls(cells, [(model, caller, n) for (model, caller), n in calls.items()])
     return orjson.dumps([tail_run, tail, cells]).decode()
-
-
-def _count(
-    calls: dict[tuple[str, str], list[int]], usage: Sequence[int], model: str, caller: str
-) -> None:
-    """Count one model call of ``usage`` in ``calls`` (``(model, caller)`` -> counts)."""
-    counts = calls.get((model, caller))
-    if counts is None:
-        calls[model, caller] = [1, *usage]
-    else:
-        counts[0] += 1
-        for index, value in enumerate(usage, start=1):
-            counts[index] += value
