@@ -16,7 +16,7 @@ from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._batch import PreparedBatch, encoded_texts, records_in_order, stored_record
 from journal._runs import project
-from journal._sqlite_rows import row_to_event, to_micros
+from journal._sqlite_rows import EPOCH, MICROSECOND, row_to_event
 from journal._sqlite_tail import keep_going
 from journal.events import NewEvent, RunEvent
 
@@ -65,18 +65,20 @@ def _write(
         stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
         rows: list[tuple[Any, ...]] = []
         numbered: list[tuple[int, NewEvent]] = []
-        fresh: list[int] = []  # the batch index of each new event
+        fresh: list[int] = []  # with look_up: the batch index of each new event
         taken: set[str] = set(known)
         run_id = events[0].__dict__["run_id"]
         one_run = True  # every new event of one run (the usual batch)
         for index, event in enumerate(events):
             values = event.__dict__
             event_id = values["event_id"]
-            if event_id in taken:
-                continue
-            taken.add(event_id)
+            if look_up:  # (else an id stored already, or twice in the batch, fails the
+                if event_id in taken:  # insert: append_events retries with look_up)
+                    continue
+                taken.add(event_id)
+                fresh.append(index)
             thread = values["thread_id"]
-            at = to_micros(values["created_at"])
+            at = (values["created_at"] - EPOCH) // MICROSECOND  # to_micros, inline
             head = heads.get(thread)
             if head is None:  # the head row, read once: its last seq and what runs keep in it
                 row = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
@@ -91,7 +93,6 @@ def _write(
             rows.append((event_id, thread, seq, run, values["category"],
                          values["event_type"], content, metadata, at))  # fmt: skip
             numbered.append((seq, event))
-            fresh.append(index)
         going = None  # the usual batch: its run goes on (no Projection, no runs row)
         if one_run and len(heads) == 1 and rows:
             newest = rows[-1]  # its thread, seq and time are the head's new ones
@@ -115,11 +116,16 @@ def _write(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    if not look_up:  # every event new and once: the records, in order
+        return [
+            stored_record(event, seq, own)
+            for (seq, event), own in zip(numbered, owned, strict=True)
+        ]
     records = [
         stored_record(event, seq, owned[index])
         for (seq, event), index in zip(numbered, fresh, strict=True)
     ]
-    if len(records) == len(events):  # every event new and once: the records, in order
+    if len(records) == len(events):
         return records
     known.update((record.event_id, record) for record in records)
     return records_in_order(events, known)

@@ -54,7 +54,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
 from journal import SqliteEventStore
 from journal import _sqlite_schema as schema
-from journal._sqlite_rows import to_micros
+from journal._sqlite_rows import EPOCH, MICROSECOND, to_micros
 from journal.events import new_event_id, utcnow
 
 PAYLOAD = {"model": "bench-model", "usage": {"input_tokens": 120, "output_tokens": 40},
@@ -296,7 +296,8 @@ def phases(events: int, size: int) -> None:
             run_id, one_run = prepared[0].run_id, True
             for index, event in enumerate(prepared):  # as _sqlite_write._write does
                 values = event.__dict__
-                thread, at = values["thread_id"], to_micros(values["created_at"])
+                thread = values["thread_id"]
+                at = (values["created_at"] - EPOCH) // MICROSECOND
                 if thread not in heads:
                     t = lap("number, rows (Python)", t)
                     row = conn.execute(schema.HEAD_ROW_SQL, (thread,)).fetchone()
