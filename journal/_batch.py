@@ -184,12 +184,17 @@ def prepare_batch(
             event, content_hint, metadata_hint = _validated(raw, index)
         values = event.__dict__
         # the usual texts inline: plain data (orjson writes the rules' bytes), no metadata
-        if content_hint == PLAIN:
+        # (a text handed over is the text: KnownEvents' hints, the journal's writer)
+        if type(content_hint) is str:
+            content = content_hint
+        elif content_hint == PLAIN:
             content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
         else:
             content = _text(values["content"], content_hint)
         cap = message_cap if values["event_type"] == "llm.end" else content_caps[values["category"]]
-        if metadata_hint == PLAIN:
+        if type(metadata_hint) is str:
+            metadata = metadata_hint
+        elif metadata_hint == PLAIN:
             value = values["metadata"]
             metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
         else:

@@ -37,7 +37,14 @@ from journal._summaries import (
     status_from_lifecycle,
 )
 from journal.catalog import TAG_RE
-from journal.encoding import NOT_PLAIN, PLAIN, jsonable_with_kind, plain_kind, to_jsonable
+from journal.encoding import (
+    NOT_PLAIN,
+    PLAIN,
+    container_kind,
+    jsonable_with_kind,
+    plain_kind,
+    to_jsonable,
+)
 
 __all__ = [
     "CATEGORIES",
@@ -295,11 +302,13 @@ def usual_event(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int] | None:
     if metadata is None:
         metadata, metadata_kind = {}, PLAIN
     else:
-        metadata, metadata_kind = jsonable_with_kind(metadata)
-        if type(metadata) is not dict:
-            return None
+        metadata_kind = container_kind(metadata, 0) if type(metadata) is dict else NOT_PLAIN
+        if metadata_kind == NOT_PLAIN:
+            metadata, metadata_kind = jsonable_with_kind(metadata)
+            if type(metadata) is not dict:
+                return None
     content = get("content")
-    content_kind = plain_kind(content) if type(content) is dict else NOT_PLAIN  # the usual
+    content_kind = container_kind(content, 0) if type(content) is dict else NOT_PLAIN  # usual
     if content_kind == NOT_PLAIN:
         content, content_kind = jsonable_with_kind(content)
     fields = {
