@@ -190,7 +190,7 @@ class NewEvent(BaseModel):
 
 _FIELDS: Final = frozenset(NewEvent.model_fields)
 E = TypeVar("E", bound=NewEvent)
-_FIELD_NAMES: Final = tuple(NewEvent.model_fields)
+_FIELD_SET: Final = set(NewEvent.model_fields)  # copied into each event built by hand
 #: Event types already validated, each with its category (bounded).
 _TYPE_CATEGORY: dict[str, str] = {}
 _now: Final = datetime.now
@@ -323,7 +323,7 @@ def usual_event(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int] | None:
     }
     event = _new_object(NewEvent)  # construct(NewEvent, fields), without its call
     _set_values(event, fields)
-    _set_fields_set(event, set(_FIELD_NAMES))
+    _set_fields_set(event, _FIELD_SET.copy())
     _set_extra(event, None)
     _set_private(event, None)
     return event, content_kind, metadata_kind
