@@ -17,7 +17,7 @@ from typing import Any, Final
 import orjson
 
 from journal._runs import FOLDS_MORE, TOOL_CALLS, USAGE_COUNTS, USAGE_KEYS, RunFold
-from journal._runs_read import short_name, usage_values
+from journal._runs_read import hidden, preview, short_name, usage_values
 from journal._runs_rows import RUN_COLUMNS, merge_values
 from journal._sqlite_rows import EPOCH
 from journal._sqlite_runs import _MODELS, _TIMES, _to_values, add_call
@@ -31,6 +31,9 @@ _COUNT: Final = RUN_COLUMNS.index("event_count")
 _LLM_CALLS: Final = RUN_COLUMNS.index("llm_calls")
 _TOOL_CALLS: Final = RUN_COLUMNS.index("tool_calls")
 _TOKENS: Final = RUN_COLUMNS.index("input_tokens")
+_FIRST_HUMAN: Final = RUN_COLUMNS.index("first_human")
+_LAST_AI: Final = RUN_COLUMNS.index("last_ai")
+_MESSAGES: Final = frozenset({"message.human", "message.ai"})
 assert RUN_COLUMNS[_TOKENS : _TOKENS + len(USAGE_COUNTS) - 1] == USAGE_COUNTS[1:]
 _ONE_CALL: Final = (1, *(0,) * len(USAGE_KEYS))  # a call without usage
 
@@ -50,8 +53,9 @@ def keep_going(
 
     The events are folded into the stored tail itself, by the rules of
     :meth:`journal._runs.RunFold.add`: the usual ones here (any trace, a counted model or
-    tool call), the others (:func:`journal._runs.folds_more`) by a :class:`RunFold` of the
-    event merged in (:func:`journal._runs_rows.merge_values`), so those rules stay in one place.
+    tool call, a human or AI message's text), the others (lifecycle events, ``llm.error``) by
+    a :class:`RunFold` of the event merged in (:func:`journal._runs_rows.merge_values`), so
+    those rules stay in one place.
     """
     if text is None:
         return None
@@ -64,7 +68,9 @@ def keep_going(
         tail[_TIMES[0]] = tail[_TIMES[1]] = first[8]
     for row, (_, event) in zip(rows, events, strict=True):
         kind = row[5]
-        if kind in FOLDS_MORE or row[4] == "lifecycle":  # by the fold itself (folds_more)
+        if kind in _MESSAGES:  # a message's text: RunFold.add's rules, on the values
+            _message(tail, kind, event)
+        elif kind in FOLDS_MORE or row[4] == "lifecycle":  # by the fold itself (folds_more)
             fold = RunFold.starting(row[2], event)
             fold.add(row[2], event)
             tail = merge_values(tail, _to_values(fold))
@@ -88,3 +94,15 @@ def keep_going(
         elif kind in TOOL_CALLS:
             tail[_TOOL_CALLS] += 1
     return orjson.dumps([tail_run, tail, cells]).decode()
+
+
+def _message(tail: list[Any], kind: str, event: NewEvent) -> None:
+    """Fold a human or AI message into ``tail`` (besides its seq, time and count): the run's
+    first non-hidden human text (``first_set``), its agent's last AI text (``last_set``)."""
+    if kind == "message.human":
+        if tail[_FIRST_HUMAN] is None and not hidden(event):
+            tail[_FIRST_HUMAN] = preview(event)
+    elif event.__dict__["metadata"].get("caller", "agent") == "agent":
+        text = preview(event)
+        if text is not None:
+            tail[_LAST_AI] = text
