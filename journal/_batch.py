@@ -14,7 +14,7 @@ from orjson import OPT_SORT_KEYS as _SORT_KEYS
 from orjson import dumps as _orjson_dumps
 
 from journal.encoding import NOT_PLAIN, PLAIN, dumps_plain, encode_plain, plain_kind
-from journal.events import NewEvent, RunEvent, construct, prepare_mapping, usual_event
+from journal.events import NewEvent, RunEvent, construct, usual_event
 from journal.truncation import DEFAULT_CONTENT_CAPS, fit_content, fit_metadata
 
 __all__ = [
@@ -121,17 +121,22 @@ def _stored_values(event: RunEvent) -> dict[str, Any]:
     return values
 
 
+def _validated(raw: Mapping[str, Any], index: int) -> tuple[NewEvent, int, int]:
+    """``NewEvent(**raw)`` by the full validation (``raw`` is not of the usual kind), with the
+    kinds of its content and metadata; its errors name the ``index``-th event of the batch."""
+    try:
+        event = NewEvent(**raw)
+    except ValueError as e:
+        raise ValueError(f"event {index} of the batch is invalid: {e}") from e
+    return event, plain_kind(event.content), plain_kind(event.metadata)
+
+
 def _event(raw: Any, index: int) -> tuple[NewEvent, Hint, Hint]:
     """The validated event of input ``raw`` (the ``index``-th of its batch) and the kinds of
     its content and metadata where known."""
     if type(raw) is dict or (not isinstance(raw, NewEvent) and isinstance(raw, Mapping)):
         usual = usual_event(raw)
-        if usual is not None:
-            return usual
-        try:
-            return prepare_mapping(raw)
-        except ValueError as e:
-            raise ValueError(f"event {index} of the batch is invalid: {e}") from e
+        return usual if usual is not None else _validated(raw, index)
     if type(raw) is NewEvent:  # read-only from here: backends copy what they keep,
         return raw, NOT_PLAIN, NOT_PLAIN  # the caps copy below
     if type(raw) is RunEvent:  # read back from a store (copied): validated there,
@@ -158,7 +163,7 @@ def prepare_batch(
     when they come with their kinds or texts: a mapping's walk at validation, a
     :class:`KnownEvents`' hints).
     """
-    if isinstance(events, NewEvent | Mapping):
+    if type(events) is not list and isinstance(events, NewEvent | Mapping):
         raise TypeError("append takes a sequence of events; wrap a single event in a list")
     hints = events.hints if type(events) is KnownEvents else None
     handed_over = hints is not None and cast(KnownEvents, events).handed_over
@@ -166,17 +171,34 @@ def prepare_batch(
     keep, keep_texts, keep_owned = prepared.append, prepared.texts.append, prepared.owned.append
     message_cap = content_caps["message"]  # an llm.end may carry the call's output message:
     for index, raw in enumerate(events):  # capped like messages, not like traces
-        if hints is None:
-            event, content_hint, metadata_hint = _event(raw, index)
-        else:  # a stored record stays as it is: at its own seq it is its own record
-            event = cast(NewEvent, raw)  # (stored_record)
+        if hints is not None:  # a stored record stays as it is: at its own seq it is its
+            event: NewEvent = raw  # own record (stored_record)
             if not records and type(raw) is RunEvent:
                 event = construct(NewEvent, _stored_values(raw))
             content_hint, metadata_hint = hints[index]
+        elif type(raw) is not dict:
+            event, content_hint, metadata_hint = _event(raw, index)
+        elif (usual := usual_event(raw)) is not None:  # the usual input: a dict of usual fields
+            event, content_hint, metadata_hint = usual
+        else:
+            event, content_hint, metadata_hint = _validated(raw, index)
         values = event.__dict__
-        content = _text(values["content"], content_hint)
+        # the usual texts inline: plain data (orjson writes the rules' bytes), no metadata
+        # (a text handed over is the text: KnownEvents' hints, the journal's writer)
+        if type(content_hint) is str:
+            content = content_hint
+        elif content_hint == PLAIN:
+            content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
+        else:
+            content = _text(values["content"], content_hint)
         cap = message_cap if values["event_type"] == "llm.end" else content_caps[values["category"]]
-        metadata = _text(values["metadata"], metadata_hint)
+        if type(metadata_hint) is str:
+            metadata = metadata_hint
+        elif metadata_hint == PLAIN:
+            value = values["metadata"]
+            metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
+        else:
+            metadata = _text(values["metadata"], metadata_hint)
         if (len(content) > cap // 4 and len(content.encode("utf-8")) > cap) or (
             len(metadata) > metadata_cap // 4 and len(metadata.encode("utf-8")) > metadata_cap
         ):
@@ -222,7 +244,7 @@ def stored_record(event: NewEvent, seq: int, owned: bool) -> RunEvent:
         values["seq"] = seq
         event.__pydantic_fields_set__.add("seq")
         object.__setattr__(event, "__class__", RunEvent)
-        return cast(RunEvent, event)
+        return event  # type: ignore[return-value]  # a RunEvent now (no cast call)
     return construct(RunEvent, {**event.__dict__, "seq": seq})
 
 

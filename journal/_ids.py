@@ -9,6 +9,7 @@ import hashlib
 import os
 import random
 import re
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Final
@@ -28,27 +29,54 @@ _CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 
 _RANDOM = random.Random()  # seeded from os.urandom; reseeded in a forked child
-os.register_at_fork(after_in_child=_RANDOM.seed)
 _MS_MASK: Final = (1 << 48) - 1
-_LOW_MASK: Final = (1 << 62) - 1
+_LOW_MAX: Final = (1 << 48) - 1  # the last group of the text: 12 hex digits
+_START_BITS: Final = 47  # a millisecond's sequence starts in the lower half of the last group
+_STEP_BITS: Final = 16  # each id adds 1..2**16 to it: at least 2**31 ids in one millisecond
+
+
+class _Sequence(threading.local):
+    """This OS thread's ids of the current millisecond: their shared first 24 characters
+    (the time, the version, 26 random bits) and the last one's low 48 bits."""
+
+    ms = -1
+    prefix = ""
+    low = _LOW_MAX
+
+
+_sequence: Final = _Sequence()
+
+
+def _after_fork() -> None:
+    _RANDOM.seed()
+    _sequence.ms = -1  # a child never goes on with its parent's sequence
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def new_event_id() -> str:
     """A new event id: a UUID version 7 (RFC 9562) string, time-ordered by the millisecond.
 
     Ids made one after the other sort together, so a store's unique index on ``event_id`` grows
-    at its end instead of at random places; 74 random bits keep them unique across processes.
+    at its end instead of at random places. Within a millisecond an OS thread's ids follow one
+    another (RFC 9562's "monotonic random", method 2): the first one's 74 bits after the time
+    and version are random, each next one adds a random 1..65536 to its low 48 bits, so ids stay
+    unique across threads and processes (each has its own random start) and unguessable, and
+    the text of a new id is only its last group (the rest is the millisecond's).
     """
-    random_bits = _RANDOM.getrandbits(74)
-    value = (
-        ((time.time_ns() // 1_000_000) & _MS_MASK) << 80
-        | 0x7 << 76
-        | (random_bits >> 62) << 64
-        | 0b10 << 62
-        | random_bits & _LOW_MASK
-    )
-    text = f"{value:032x}"  # str(uuid.UUID(int=value)), without building the UUID
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    ms = time.time_ns() // 1_000_000
+    sequence = _sequence
+    low = sequence.low + _RANDOM.getrandbits(_STEP_BITS) + 1
+    if ms != sequence.ms or low > _LOW_MAX:  # a new millisecond (or a full one): a new start
+        bits = _RANDOM.getrandbits(12 + 14 + _START_BITS)
+        head = f"{ms & _MS_MASK:012x}"
+        rand_a, variant = 0x7000 | bits >> 61, 0x8000 | (bits >> _START_BITS) & 0x3FFF
+        sequence.prefix = f"{head[:8]}-{head[8:]}-{rand_a:04x}-{variant:04x}-"
+        sequence.ms = ms
+        low = bits & ((1 << _START_BITS) - 1)
+    sequence.low = low
+    return f"{sequence.prefix}{low:012x}"
 
 
 def utcnow() -> datetime:

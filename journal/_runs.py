@@ -60,8 +60,10 @@ from journal._summaries import (
 from journal.events import NewEvent
 
 __all__ = [
+    "FOLDS_MORE",
     "MERGE_RULES",
     "PREVIEW_CHARS",
+    "TOOL_CALLS",
     "TOTAL",
     "USAGE_COUNTS",
     "USAGE_KEYS",
@@ -71,6 +73,7 @@ __all__ = [
     "add_buckets",
     "by_first_seq",
     "call_usage",
+    "folds_more",
     "message_text",
     "project",
     "thread_usage",
@@ -87,6 +90,20 @@ _TOOL_CALLS: Final = frozenset({"tool.end", "tool.error"})
 #: lifecycle category): the common trace event costs no more than that.
 _FOLDED: Final = _MODEL_CALLS | _TOOL_CALLS | {"message.human", "message.ai"}
 _ERROR_CHARS: Final = 4096
+#: The model and tool calls a run counts (``llm_calls``, ``tool_calls``).
+TOOL_CALLS: Final = _TOOL_CALLS
+#: Beyond the lifecycle category, the event types :meth:`RunFold.add` reads more of than
+#: the seqs, times, counts and an ``llm.end``'s usage and model (see :func:`folds_more`).
+FOLDS_MORE: Final = frozenset({"llm.error", "message.human", "message.ai"})
+
+
+def folds_more(event_type: str, category: str) -> bool:
+    """Whether :meth:`RunFold.add` of such an event does more than count it, take its seq and
+    time, count a tool call or add an ``llm.end``'s usage and model: a lifecycle event, an
+    ``llm.error``, a human or AI message (a fold of the run's stored values folds the others
+    itself, :func:`journal._sqlite_tail.keep_going`)."""
+    return category == "lifecycle" or event_type in FOLDS_MORE
+
 
 #: A thread's usage: ``(scope, key)`` -> counts of :data:`USAGE_COUNTS`.
 Buckets = dict[tuple[str, str], dict[str, int]]

@@ -75,9 +75,11 @@ def translate(error: sqlite3.Error, path: Path, action: str) -> StoreError:
     return StoreError(f"{where} failed to {action} ({text})")
 
 
-def retry_busy(func: Callable[[], T], *, deadline_s: float) -> T:
-    """Call ``func`` until it does not fail with SQLITE_BUSY, or until ``deadline_s`` elapsed."""
-    start = time.monotonic()
+def retry_busy(func: Callable[[], T], *, deadline_s: float, started: float | None = None) -> T:
+    """Call ``func`` until it does not fail with SQLITE_BUSY, or until ``deadline_s`` elapsed
+    (since ``started``, a ``time.monotonic()`` reading of a first attempt made already; else
+    since now)."""
+    start = time.monotonic() if started is None else started
     delay = 0.002
     attempt = 0
     while True:

@@ -9,20 +9,21 @@ from typing import Any, Final
 from journal.encoding import loads
 from journal.events import RunEvent, construct
 
-__all__ = ["from_micros", "record", "row_to_event", "to_micros"]
+__all__ = ["EPOCH", "MICROSECOND", "from_micros", "record", "row_to_event", "to_micros"]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND: Final = timedelta(microseconds=1)
+#: What stored times count from (``created_at`` 0).
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND: Final = timedelta(microseconds=1)
 
 
 def to_micros(value: datetime) -> int:
     """``value`` as integer microseconds since the Unix epoch (how ``created_at`` is stored)."""
-    return (value - _EPOCH) // _MICROSECOND
+    return (value - EPOCH) // MICROSECOND
 
 
 def from_micros(value: int) -> datetime:
     """The aware UTC datetime of stored microseconds (exact round trip of :func:`to_micros`)."""
-    return _EPOCH + timedelta(microseconds=value)
+    return EPOCH + timedelta(microseconds=value)
 
 
 def record(values: dict[str, Any]) -> RunEvent:

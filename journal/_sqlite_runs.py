@@ -50,6 +50,7 @@ from journal._sqlite_rows import from_micros, row_to_event, to_micros
 from journal.events import RunSummary, ThreadUsage
 
 __all__ = [
+    "add_call",
     "get_run",
     "keep",
     "keep_heads",
@@ -169,23 +170,28 @@ def _union(old: str, new: str) -> str:
     return json.dumps(union_models(json.loads(old), json.loads(new)))
 
 
-def _add_calls(cells: list[list[Any]], calls: Iterable[tuple[str, str, dict[str, int]]]) -> None:
-    """Add model calls' counts to usage cells (``[model, caller, *counts]``, kept sorted)."""
+def add_call(cells: list[list[Any]], model: str, caller: str, counts: Sequence[int]) -> None:
+    """Add ``counts`` (in :data:`USAGE_COUNTS` order) of ``(model, caller)``'s calls to usage
+    cells (``[model, caller, *counts]``, kept sorted; a thread has a few)."""
+    for cell in cells:
+        if cell[0] == model and cell[1] == caller:
+            for index, count in enumerate(counts, start=2):
+                cell[index] += count
+            return
+    cells.append([model, caller, *counts])
+    cells.sort()
+
+
+def _add_calls(cells: list[list[Any]], calls: Iterable[tuple[str, str, Sequence[int]]]) -> None:
     for model, caller, counts in calls:
-        for cell in cells:
-            if cell[0] == model and cell[1] == caller:
-                for index, name in enumerate(USAGE_COUNTS, start=2):
-                    cell[index] += counts[name]
-                break
-        else:
-            cells.append([model, caller, *(counts[name] for name in USAGE_COUNTS)])
-            cells.sort()
+        add_call(cells, model, caller, counts)
 
 
-def _calls_by_thread(projection: Projection) -> dict[str, list[tuple[str, str, dict[str, int]]]]:
-    calls: dict[str, list[tuple[str, str, dict[str, int]]]] = {}
+def _calls_by_thread(projection: Projection) -> dict[str, list[tuple[str, str, list[int]]]]:
+    calls: dict[str, list[tuple[str, str, list[int]]]] = {}
     for (thread_id, model, caller), counts in projection.calls.items():
-        calls.setdefault(thread_id, []).append((model, caller, counts))
+        counted = [counts[name] for name in USAGE_COUNTS]
+        calls.setdefault(thread_id, []).append((model, caller, counted))
     return calls
 
 

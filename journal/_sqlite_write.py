@@ -14,9 +14,10 @@ from typing import Any, Final
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import encoded_texts, records_in_order, stored_record
+from journal._batch import PreparedBatch, encoded_texts, records_in_order, stored_record
 from journal._runs import project
-from journal._sqlite_rows import row_to_event, to_micros
+from journal._sqlite_rows import EPOCH, MICROSECOND, row_to_event
+from journal._sqlite_tail import keep_going
 from journal.events import NewEvent, RunEvent
 
 __all__ = ["append_events", "by_event_ids"]
@@ -26,10 +27,14 @@ _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 
 def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
     """Append a prepared batch on ``conn``; the stored records in input order."""
-    texts = encoded_texts(events)
-    owned = getattr(events, "owned", None)
-    if not (isinstance(owned, list) and len(owned) == len(events)):
-        owned = [False] * len(events)
+    if type(events) is PreparedBatch:  # the usual batch: its texts and owned, as they are
+        texts: Sequence[tuple[str, str]] = events.texts
+        owned: Sequence[bool] = events.owned
+    else:
+        texts = encoded_texts(events)
+        found: Any = getattr(events, "owned", None)
+        usable = isinstance(found, list) and len(found) == len(events)
+        owned = found if usable else [False] * len(events)
     try:  # optimistic: event ids are almost always new, so skip looking them up
         return _write(conn, events, texts, owned, look_up=False)
     except sqlite3.IntegrityError as e:
@@ -60,16 +65,20 @@ def _write(
         stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
         rows: list[tuple[Any, ...]] = []
         numbered: list[tuple[int, NewEvent]] = []
-        fresh: list[int] = []  # the batch index of each new event
+        fresh: list[int] = []  # with look_up: the batch index of each new event
         taken: set[str] = set(known)
+        run_id = events[0].__dict__["run_id"]
+        one_run = True  # every new event of one run (the usual batch)
         for index, event in enumerate(events):
             values = event.__dict__
             event_id = values["event_id"]
-            if event_id in taken:
-                continue
-            taken.add(event_id)
+            if look_up:  # (else an id stored already, or twice in the batch, fails the
+                if event_id in taken:  # insert: append_events retries with look_up)
+                    continue
+                taken.add(event_id)
+                fresh.append(index)
             thread = values["thread_id"]
-            at = to_micros(values["created_at"])
+            at = (values["created_at"] - EPOCH) // MICROSECOND  # to_micros, inline
             head = heads.get(thread)
             if head is None:  # the head row, read once: its last seq and what runs keep in it
                 row = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
@@ -78,28 +87,45 @@ def _write(
             seq = head[1] = head[1] + 1
             head[3] = at
             content, metadata = texts[index]
-            rows.append((event_id, thread, seq, values["run_id"], values["category"],
+            run = values["run_id"]
+            if run != run_id:
+                one_run = False
+            rows.append((event_id, thread, seq, run, values["category"],
                          values["event_type"], content, metadata, at))  # fmt: skip
             numbered.append((seq, event))
-            fresh.append(index)
-        kept = runs.keep_heads(conn, project(numbered), stored)
-        conn.executemany(sql.INSERT_EVENT_SQL, rows)
-        for thread, (base, last, first_at, last_at) in heads.items():  # the head follows them
-            text, goes_on = kept[thread]
-            if goes_on:
-                conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
-            else:
-                conn.execute(sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text))
+        going = None  # the usual batch: its run goes on (no Projection, no runs row)
+        if one_run and len(heads) == 1 and rows:
+            newest = rows[-1]  # its thread, seq and time are the head's new ones
+            going = keep_going(newest[1], run_id, stored[newest[1]], rows, numbered)
+        if going is not None:
+            conn.executemany(sql.INSERT_EVENT_SQL, rows)
+            conn.execute(sql.CONTINUE_HEAD_SQL, (newest[2], newest[8], going, newest[1]))
+        else:
+            kept = runs.keep_heads(conn, project(numbered), stored)
+            conn.executemany(sql.INSERT_EVENT_SQL, rows)
+            for thread, (base, last, first_at, last_at) in heads.items():  # the head follows
+                text, goes_on = kept[thread]
+                if goes_on:
+                    conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
+                else:
+                    conn.execute(
+                        sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text)
+                    )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    if not look_up:  # every event new and once: the records, in order
+        return [
+            stored_record(event, seq, own)
+            for (seq, event), own in zip(numbered, owned, strict=True)
+        ]
     records = [
         stored_record(event, seq, owned[index])
         for (seq, event), index in zip(numbered, fresh, strict=True)
     ]
-    if len(records) == len(events):  # every event new and once: the records, in order
+    if len(records) == len(events):
         return records
     known.update((record.event_id, record) for record in records)
     return records_in_order(events, known)

@@ -51,6 +51,7 @@ __all__ = [
     "PLAIN",
     "PLAIN_NUMBERS",
     "Plain",
+    "container_kind",
     "dumps",
     "dumps_plain",
     "encode_plain",
@@ -269,6 +270,11 @@ def _container_kind(value: dict[Any, Any] | list[Any], depth: int) -> int:
         if found > result:
             result = found
     return result
+
+
+#: :func:`plain_kind` of a ``dict`` or a ``list`` (exact types) is ``container_kind(value, 0)``:
+#: the hot callers (an event's content and metadata) skip the dispatch.
+container_kind: Final = _container_kind
 
 
 def encode_plain(value: Any, kind: int) -> str:

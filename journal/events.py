@@ -37,7 +37,14 @@ from journal._summaries import (
     status_from_lifecycle,
 )
 from journal.catalog import TAG_RE
-from journal.encoding import PLAIN, jsonable_with_kind, plain_kind, to_jsonable
+from journal.encoding import (
+    NOT_PLAIN,
+    PLAIN,
+    container_kind,
+    jsonable_with_kind,
+    plain_kind,
+    to_jsonable,
+)
 
 __all__ = [
     "CATEGORIES",
@@ -183,7 +190,10 @@ class NewEvent(BaseModel):
 
 _FIELDS: Final = frozenset(NewEvent.model_fields)
 E = TypeVar("E", bound=NewEvent)
-_KNOWN_TYPES: set[tuple[str, str]] = set()  # (category, event_type) pairs already validated
+_FIELD_SET: Final = set(NewEvent.model_fields)  # copied into each event built by hand
+#: Event types already validated, each with its category (bounded).
+_TYPE_CATEGORY: dict[str, str] = {}
+_now: Final = datetime.now
 
 
 _GOOD_IDS: dict[str, None] = {}  # thread and run ids seen valid lately (bounded)
@@ -215,59 +225,6 @@ def _good_id(value: object) -> bool:
         _GOOD_IDS.clear()
     _GOOD_IDS[value] = None
     return True
-
-
-def _usual_fields(data: Mapping[str, Any]) -> tuple[dict[str, Any], int, int] | None:
-    """The validated fields of ``data`` and the :func:`plain_kind` of its content and
-    metadata, if every field is of a usual kind; else ``None`` (the full validation decides)."""
-    if not data.keys() <= _FIELDS:
-        return None
-    get = data.get
-    event_id = get("event_id")
-    if event_id is None:
-        if "event_id" in data:
-            return None  # an explicit None: the full validation says why
-        event_id = new_event_id()  # valid by construction
-    elif not _usual_id(event_id):
-        return None
-    thread_id, run_id = get("thread_id"), get("run_id")
-    if not (_good_id(thread_id) and _good_id(run_id)):
-        return None
-    category, event_type = get("category"), get("event_type")
-    if type(category) is not str or type(event_type) is not str:
-        return None  # before the set look-up: an unhashable value must not reach it
-    if (category, event_type) not in _KNOWN_TYPES:
-        if category not in CATEGORIES:
-            return None
-        try:
-            validate_event_type(category, event_type)
-        except ValueError:
-            return None
-        _KNOWN_TYPES.add((category, event_type))
-    created_at = get("created_at")
-    if created_at is None and "created_at" not in data:
-        created_at = utcnow()
-    elif type(created_at) is not datetime or created_at.tzinfo is not UTC:
-        return None
-    metadata = get("metadata")
-    if metadata is None:
-        metadata, metadata_kind = {}, PLAIN
-    else:
-        metadata, metadata_kind = jsonable_with_kind(metadata)
-        if type(metadata) is not dict:
-            return None
-    content, content_kind = jsonable_with_kind(get("content"))
-    fields = {
-        "event_id": event_id,
-        "thread_id": thread_id,
-        "run_id": run_id,
-        "category": category,
-        "event_type": event_type,
-        "content": content,
-        "metadata": metadata,
-        "created_at": created_at,
-    }
-    return fields, content_kind, metadata_kind
 
 
 # The four slots of a pydantic model, set directly: what ``model_construct`` sets, without
@@ -308,12 +265,83 @@ def _plain_model(cls: type[BaseModel]) -> bool:
 
 def usual_event(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int] | None:
     """``NewEvent(**raw)`` and the :func:`plain_kind` of its content and metadata when every
-    field of ``raw`` is of a usual kind (checked by hand, no pydantic pass); else ``None``."""
-    usual = _usual_fields(raw)
-    if usual is None:
+    field of ``raw`` is of a usual kind (checked by hand, no pydantic pass); else ``None``
+    (the full validation decides, and says why).
+
+    Usual: string ids (thread and run ids seen valid lately are remembered), a catalog event
+    type seen before with its category, plain JSON content and metadata (or values the
+    encoding turns into it), a UTC ``created_at`` or none.
+    """
+    if not raw.keys() <= _FIELDS:
         return None
-    fields, content_kind, metadata_kind = usual
-    return construct(NewEvent, fields), content_kind, metadata_kind
+    get = raw.get
+    event_id = get("event_id")
+    if event_id is None:
+        if "event_id" in raw:
+            return None  # an explicit None: the full validation says why
+        event_id = new_event_id()  # valid by construction
+    elif not _usual_id(event_id):
+        return None
+    thread_id, run_id = get("thread_id"), get("run_id")
+    # the type first: an unhashable value must not reach the dict
+    if type(thread_id) is not str or (thread_id not in _GOOD_IDS and not _good_id(thread_id)):
+        return None
+    if type(run_id) is not str or (run_id not in _GOOD_IDS and not _good_id(run_id)):
+        return None
+    category, event_type = get("category"), get("event_type")
+    if type(event_type) is not str or type(category) is not str:
+        return None
+    if _TYPE_CATEGORY.get(event_type) != category and not _usual_type(category, event_type):
+        return None
+    created_at = get("created_at")
+    if created_at is None and "created_at" not in raw:
+        created_at = _now(UTC)
+    elif type(created_at) is not datetime or created_at.tzinfo is not UTC:
+        return None
+    metadata = get("metadata")
+    if metadata is None:
+        metadata, metadata_kind = {}, PLAIN
+    else:
+        metadata_kind = container_kind(metadata, 0) if type(metadata) is dict else NOT_PLAIN
+        if metadata_kind == NOT_PLAIN:
+            metadata, metadata_kind = jsonable_with_kind(metadata)
+            if type(metadata) is not dict:
+                return None
+    content = get("content")
+    content_kind = container_kind(content, 0) if type(content) is dict else NOT_PLAIN  # usual
+    if content_kind == NOT_PLAIN:
+        content, content_kind = jsonable_with_kind(content)
+    fields = {
+        "event_id": event_id,
+        "thread_id": thread_id,
+        "run_id": run_id,
+        "category": category,
+        "event_type": event_type,
+        "content": content,
+        "metadata": metadata,
+        "created_at": created_at,
+    }
+    event = _new_object(NewEvent)  # construct(NewEvent, fields), without its call
+    _set_values(event, fields)
+    _set_fields_set(event, _FIELD_SET.copy())
+    _set_extra(event, None)
+    _set_private(event, None)
+    return event, content_kind, metadata_kind
+
+
+def _usual_type(category: str, event_type: str) -> bool:
+    """Whether ``event_type`` is valid for ``category`` (remembered; else the full
+    validation says why)."""
+    if category not in CATEGORIES:
+        return False
+    try:
+        validate_event_type(category, event_type)
+    except ValueError:
+        return False
+    if len(_TYPE_CATEGORY) >= _GOOD_IDS_MAX:
+        _TYPE_CATEGORY.clear()
+    _TYPE_CATEGORY[event_type] = category  # the catalog gives each type one category
+    return True
 
 
 def prepare_mapping(raw: Mapping[str, Any]) -> tuple[NewEvent, int, int]:

@@ -33,6 +33,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from time import monotonic
 from typing import Any, Final, TypeVar
 
 from sqlite_utils import Database
@@ -41,7 +42,7 @@ from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._batch import KnownEvents, prepare_batch
 from journal._logging import get_logger
-from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
+from journal._sqlite_conn import ConnectionPool, is_busy, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
@@ -224,7 +225,25 @@ class SqliteEventStore(RunEventStore):
     # -- writes --------------------------------------------------------------------------------
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
-        return self._run("append events", lambda conn: append_events(conn, events))
+        # _run, inline: the first attempt needs no closure (most appends find the lock free)
+        pool, started = self._pool, monotonic()
+        try:
+            conn = pool.take()
+            try:
+                try:
+                    return append_events(conn, events)
+                except sqlite3.OperationalError as e:
+                    if not is_busy(e):
+                        raise
+                return retry_busy(
+                    lambda: append_events(conn, events),
+                    deadline_s=self._retry_deadline,
+                    started=started,
+                )
+            finally:
+                pool.give(conn)
+        except sqlite3.Error as e:
+            raise translate(e, self.path, "append events") from e
 
     def _copy_thread_from(self, source: SqliteEventStore, thread_id: str, end: int) -> int | None:
         """Copy the ``end`` events of ``thread_id`` from ``source`` in SQL, into this store

@@ -120,7 +120,8 @@ class RunEventStore(ABC):
         written) and ``StoreError`` when the backend fails (nothing is written).
         """
         prepared = self.prepare(events)
-        self._check_open()
+        if self._closed:  # _check_open, inline: the append path runs it every time
+            self._check_open()
         if not prepared:
             return []
         return self._append(prepared)

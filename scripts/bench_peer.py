@@ -54,7 +54,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
 from journal import SqliteEventStore
 from journal import _sqlite_schema as schema
-from journal._sqlite_rows import to_micros
+from journal._sqlite_rows import EPOCH, MICROSECOND, to_micros
 from journal.events import new_event_id, utcnow
 
 PAYLOAD = {"model": "bench-model", "usage": {"input_tokens": 120, "output_tokens": 40},
@@ -266,6 +266,7 @@ def phases(events: int, size: int) -> None:
     from journal import _sqlite_runs as runs
     from journal._batch import prepare_batch, stored_record
     from journal._runs import project
+    from journal._sqlite_tail import keep_going
 
     spent: dict[str, list[float]] = {}
 
@@ -292,9 +293,11 @@ def phases(events: int, size: int) -> None:
             heads: dict[str, list[int]] = {}
             stored: dict[str, str | None] = {}
             rows, numbered = [], []
+            run_id, one_run = prepared[0].run_id, True
             for index, event in enumerate(prepared):  # as _sqlite_write._write does
                 values = event.__dict__
-                thread, at = values["thread_id"], to_micros(values["created_at"])
+                thread = values["thread_id"]
+                at = (values["created_at"] - EPOCH) // MICROSECOND
                 if thread not in heads:
                     t = lap("number, rows (Python)", t)
                     row = conn.execute(schema.HEAD_ROW_SQL, (thread,)).fetchone()
@@ -305,24 +308,30 @@ def phases(events: int, size: int) -> None:
                 seq = head[1] = head[1] + 1
                 head[3] = at
                 content, metadata = prepared.texts[index]
+                one_run = one_run and values["run_id"] == run_id
                 rows.append((values["event_id"], thread, seq, values["run_id"],
                              values["category"], values["event_type"], content, metadata,
                              at))  # fmt: skip
                 numbered.append((seq, event))
             t = lap("number, rows (Python)", t)
-            projection = project(numbered)
-            t = lap("runs and usage: fold (Python)", t)
-            kept = runs.keep_heads(conn, projection, stored)
-            t = lap("runs and usage: merge into the head, upsert runs", t)
-            conn.executemany(schema.INSERT_EVENT_SQL, rows)
-            t = lap("insert the events (SQL)", t)
-            for thread, (base, last, first_at, last_at) in heads.items():
-                text, goes_on = kept[thread]
-                if goes_on:
-                    conn.execute(schema.CONTINUE_HEAD_SQL, (last, last_at, text, thread))
-                else:
+            newest = rows[-1]
+            going = None
+            if one_run and len(heads) == 1:
+                going = keep_going(newest[1], run_id, stored[newest[1]], rows, numbered)
+            if going is not None:
+                t = lap("runs and usage: fold into the head (Python)", t)
+                conn.executemany(schema.INSERT_EVENT_SQL, rows)
+                t = lap("insert the events (SQL)", t)
+                conn.execute(schema.CONTINUE_HEAD_SQL, (newest[2], newest[8], going, newest[1]))
+            else:  # a thread's first batch (warm-up only: every later one goes on)
+                kept = runs.keep_heads(conn, project(numbered), stored)
+                t = lap("runs and usage: fold into the head (Python)", t)
+                conn.executemany(schema.INSERT_EVENT_SQL, rows)
+                t = lap("insert the events (SQL)", t)
+                for thread, (base, last, first_at, last_at) in heads.items():
                     conn.execute(
-                        schema.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text)
+                        schema.MOVE_HEAD_KEPT_SQL,
+                        (thread, last, first_at, last_at, base, kept[thread][0]),
                     )
             t = lap("move the head (SQL)", t)
             conn.execute("COMMIT")

@@ -20,9 +20,9 @@ it); the full sides are timed whole.
   non-trace events, runs and usage tables present but not kept): what ``bench_peer.py``'s raw
   side measures;
 * ``ours schema raw, runs and usage kept``: and the store's upkeep of runs and usage
-  (``keep``: its read of the head, the run's tail and usage merged in Python, any run upsert;
-  then the head's move, which writes them), each batch's fold computed outside the timing
-  (what keeping them costs);
+  (its read of the head, then the head's move, which writes them; a thread's first batch
+  upserts its run), each batch's fold into the head computed outside the timing (what
+  keeping them costs SQLite);
 * ``ours full``: ``SqliteEventStore.append`` of plain-dict events (validated, encoded, ids made,
   runs and usage kept).
 
@@ -51,6 +51,7 @@ from journal import NewEvent, SqliteEventStore
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as schema
 from journal._runs import project
+from journal._sqlite_tail import keep_going
 from journal.events import new_event_id
 
 Append = Callable[[int, int], None]
@@ -118,8 +119,10 @@ def raw_ours(conn: sqlite3.Connection) -> tuple[Append, Callable[[], None]]:
 
 
 def raw_kept(conn: sqlite3.Connection) -> tuple[Append, Callable[[], None]]:
-    """:func:`raw_ours` plus the runs and usage statements of the store, their batch folds
-    computed outside the timed statements: what keeping runs and usage costs SQLite."""
+    """:func:`raw_ours` plus the runs and usage statements of the store's usual append (the
+    head's row read, then moved with its new ``kept``; the first batch of a thread upserts
+    its run), their Python (the fold into the head) outside the timed statements: what
+    keeping runs and usage costs SQLite."""
     heads = dict.fromkeys(THREADS, 0)
     ids: list[str] = []
 
@@ -133,7 +136,7 @@ def raw_kept(conn: sqlite3.Connection) -> tuple[Append, Callable[[], None]]:
                      event_type="llm.end", content=payload(start + k))
             for k in range(count)
         ]  # fmt: skip
-        projection = project((first + k + 1, e) for k, e in enumerate(events))
+        numbered = [(first + k + 1, e) for k, e in enumerate(events)]
         rows = [
             (e.event_id, thread, first + k + 1, "run-1", "trace", "llm.end",
              json.dumps(e.content), "{}", 0)
@@ -141,9 +144,17 @@ def raw_kept(conn: sqlite3.Connection) -> tuple[Append, Callable[[], None]]:
         ]  # fmt: skip
         start_at = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
-        runs.keep(conn, projection)
+        row = conn.execute(schema.HEAD_ROW_SQL, (thread,)).fetchone()
+        statements[0] += time.perf_counter() - start_at
+        kept = keep_going(thread, "run-1", row[1] if row else None, rows, numbered)
+        if kept is None:  # a thread's first batch: its run is new
+            kept = runs.keep_heads(conn, project(numbered), {thread: None})[thread][0]
+        start_at = time.perf_counter()
         conn.executemany(schema.INSERT_EVENT_SQL, rows)
-        conn.execute(schema.MOVE_HEAD_SQL, (thread, first + count, 0, 0, first))
+        if row is None:
+            conn.execute(schema.MOVE_HEAD_KEPT_SQL, (thread, first + count, 0, 0, first, kept))
+        else:
+            conn.execute(schema.CONTINUE_HEAD_SQL, (first + count, 0, kept, thread))
         conn.execute("COMMIT")
         statements[0] += time.perf_counter() - start_at
         heads[thread] = first + count
