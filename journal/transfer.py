@@ -154,7 +154,12 @@ def import_events(
             # last seq (its thread may even differ from the line's).
             last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
             stored = store.append(events)  # its events become the records: not used below
+            seen: set[str] = set()  # an id repeated in the batch is stored once
             for record, event, seq in zip(stored, events, seqs, strict=True):
+                if record.event_id in seen:
+                    present += 1
+                    continue
+                seen.add(record.event_id)
                 if record is event:  # a line's record, stored as it is at its own seq
                     imported += 1
                     continue
