@@ -43,6 +43,7 @@ from journal._batch import KnownEvents, prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
+from journal._sqlite_import import ImportBatch, import_rows
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
@@ -225,6 +226,12 @@ class SqliteEventStore(RunEventStore):
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return self._run("append events", lambda conn: append_events(conn, events))
+
+    def _import_rows(self, batch: ImportBatch) -> tuple[int, int, int]:
+        """Store rows read from exported lines (:mod:`journal._sqlite_import`): how many were
+        stored, already present, stored at another seq than the file's."""
+        self._check_open()
+        return self._run("import events", lambda conn: import_rows(conn, batch))
 
     def _copy_thread_from(self, source: SqliteEventStore, thread_id: str, end: int) -> int | None:
         """Copy the ``end`` events of ``thread_id`` from ``source`` in SQL, into this store
