@@ -7,8 +7,8 @@ encodes them again. It answers ``None`` for any other line, and the caller reads
 checked way (which also says what is wrong with it): this reader never accepts a line the
 checked reading would reject, and never yields other values or other texts than it.
 :func:`exported_row` is the same reading for a SQLite target: the row the store writes (the
-line's texts, its time in microseconds), and the event itself only where the runs fold reads
-it; it takes only the lines whose texts are the canonical ones.
+line's texts, its time in microseconds), and the event's field values only where the runs
+fold reads them; it takes only the lines whose texts are the canonical ones.
 
 Why the proof holds: orjson parses the line; the line is compared with the text orjson gives
 for an event object of the parsed values (the fields in sorted key order, content and metadata
@@ -38,7 +38,6 @@ from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS, same_float_text
 from journal.events import (
     CATEGORIES,
     MAX_ID_LENGTH,
-    NewEvent,
     RunEvent,
     construct,
     validate_event_type,
@@ -253,10 +252,12 @@ def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
     return construct(RunEvent, fields), read[9], read[10], seq
 
 
-def exported_row(line: str, whole: Container[str]) -> tuple[list[Any], NewEvent | None] | None:
+def exported_row(
+    line: str, whole: Container[str]
+) -> tuple[list[Any], dict[str, Any] | None] | None:
     """The stored row of ``line`` when it is exactly an exported event whose content and
     metadata texts are the canonical ones (no float orjson writes its own way), and, when
-    its type is in ``whole``, the event itself (with no seq); else ``None``.
+    its type is in ``whole``, the event's field values (but its seq); else ``None``.
 
     The row: ``[event_id, thread_id, seq, run_id, category, event_type, content, metadata,
     created_at]``, as :data:`journal._sqlite_schema.INSERT_EVENT_SQL` takes it (the time
@@ -274,4 +275,4 @@ def exported_row(line: str, whole: Container[str]) -> tuple[list[Any], NewEvent 
            micros]  # fmt: skip
     if event_type not in whole:
         return row, None
-    return row, construct(NewEvent, _fields(read, datetime.fromisoformat(at)))  # valid: read
+    return row, _fields(read, datetime.fromisoformat(at))  # valid: its micros are

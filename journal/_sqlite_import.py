@@ -7,9 +7,11 @@ go in as the store's own append writes them — one ``BEGIN IMMEDIATE`` transact
 each thread's new events after its head row, keeps the runs and usage
 (:func:`journal._sqlite_runs.keep_heads`), inserts the events (the schema's triggers check
 each one) and moves the head — without an event object per row: the runs fold reads the
-whole event only of the types it looks into (:data:`FOLD_READS`); any other event only moves
-its run's seqs, time and count. All or nothing; an event id already stored (or repeated in
-the batch) is not stored again and counts as already present, as ``append`` would have it.
+field values of the events of the types it looks into (:data:`FOLD_READS`), through one
+event whose values are swapped (:meth:`journal._runs.RunFold.add` keeps none of an event's
+objects but its immutable values); any other event only moves its run's seqs, time and
+count. All or nothing; an event id already stored (or repeated in the batch) is not stored
+again and counts as already present, as ``append`` would have it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
 from journal._runs import _FOLDED, Projection, RunFold
 from journal._sqlite_rows import from_micros, to_micros
-from journal.events import FIXED_EVENT_TYPES, NewEvent
+from journal.events import FIXED_EVENT_TYPES, NewEvent, construct
 
 __all__ = ["FOLD_READS", "ImportBatch", "import_rows"]
 
@@ -31,6 +35,7 @@ __all__ = ["FOLD_READS", "ImportBatch", "import_rows"]
 FOLD_READS: Final = _FOLDED | FIXED_EVENT_TYPES["lifecycle"]
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 _SEQ: Final = 2  # the seq's place in a row
+_set_fields = BaseModel.__dict__["__dict__"].__set__  # a model's field values, swapped
 
 
 class ImportBatch:
@@ -39,15 +44,16 @@ class ImportBatch:
 
     ``rows``: ``[event_id, thread_id, seq, run_id, category, event_type, content, metadata,
     created_at]`` as stored (canonical texts, the time in microseconds; the seq is set when
-    they are written); ``events``: the event of a row whose type is in :data:`FOLD_READS`
-    (or that was read the checked way), else ``None``; ``seqs``: the seq each had in the file.
+    they are written); ``events``: the field values of the event of a row whose type is in
+    :data:`FOLD_READS` (or that was read the checked way), else ``None``; ``seqs``: the seq
+    each had in the file.
     """
 
     __slots__ = ("events", "rows", "seqs")
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
-        self.events: list[NewEvent | None] = []
+        self.events: list[dict[str, Any] | None] = []
         self.seqs: list[int | None] = []
 
     def __len__(self) -> int:
@@ -59,7 +65,7 @@ class ImportBatch:
         self.rows.append([values["event_id"], values["thread_id"], seq, values["run_id"],
                           values["category"], values["event_type"], *texts,
                           to_micros(values["created_at"])])  # fmt: skip
-        self.events.append(event)
+        self.events.append(values)
         self.seqs.append(seq)
 
 
@@ -101,7 +107,8 @@ def _write(conn: sqlite3.Connection, batch: ImportBatch, *, look_up: bool) -> tu
         key: tuple[str, str] = ("", "")
         fold: RunFold | None = None
         fold_end = renumbered = 0
-        for row, event, exported in zip(rows, batch.events, batch.seqs, strict=True):
+        view = construct(NewEvent, {})  # each event the fold reads, in turn
+        for row, fields, exported in zip(rows, batch.events, batch.seqs, strict=True):
             if look_up:
                 if row[0] in taken:
                     continue
@@ -126,13 +133,14 @@ def _write(conn: sqlite3.Connection, batch: ImportBatch, *, look_up: bool) -> tu
                     started = from_micros(at)
                     fold = folds[key] = RunFold(thread, key[1], seq, seq, started, started)
             fold_end = at
-            if event is None:  # what RunFold.add does with an event it does not look into
+            if fields is None:  # what RunFold.add does with an event it does not look into
                 fold.last_seq = seq
                 fold.event_count += 1
             else:
-                call = fold.add(seq, event)
+                _set_fields(view, fields)
+                call = fold.add(seq, view)
                 if call is not None:
-                    projection.count_call(event, *call)
+                    projection.count_call(view, *call)
         if fold is not None:
             ends[key] = fold_end
         for run, at in ends.items():

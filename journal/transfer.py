@@ -209,8 +209,8 @@ def _row_batches(
     """``lines`` read into :class:`ImportBatch` es for ``store``: a line as export writes it
     straight into its row (:func:`journal._import_lines.exported_row`) when it is within the
     store's caps; any other read as an event and prepared exactly as ``append`` prepares it."""
-    caps, metadata_cap = store.content_caps, store.metadata_cap
-    message_cap = caps["message"]  # an llm.end is capped like messages (journal._batch)
+    # a text this short fits every cap, whatever its UTF-8 bytes (at most 4 per character)
+    short, metadata_short = min(store.content_caps.values()) // 4, store.metadata_cap // 4
     batch = ImportBatch()
     keep, keep_event, keep_seq = batch.rows.append, batch.events.append, batch.seqs.append
     for number, raw in enumerate(lines, start=1):
@@ -220,19 +220,13 @@ def _row_batches(
             raise EventLineError(number, "not UTF-8 text") from None
         read = exported_row(line, FOLD_READS)
         if read is not None:
-            row, event = read
-            content, metadata = row[6], row[7]
-            cap = message_cap if row[5] == "llm.end" else caps[row[4]]
-            # prepare's test of the caps (UTF-8 bytes, counted only when it may matter)
-            if not (
-                (len(content) > cap // 4 and len(content.encode()) > cap)
-                or (len(metadata) > metadata_cap // 4 and len(metadata.encode()) > metadata_cap)
-            ):
-                keep(row)
-                keep_event(event)
-                keep_seq(row[2])
-            else:
+            row, fields = read
+            if (len(row[6]) > short or len(row[7]) > metadata_short) and _over_caps(store, row):
                 _add_prepared(store, batch, line, number)
+            else:
+                keep(row)
+                keep_event(fields)
+                keep_seq(row[2])
         elif line.strip():
             _add_prepared(store, batch, line, number)
         if len(batch.rows) >= batch_size:
@@ -241,6 +235,17 @@ def _row_batches(
             keep, keep_event, keep_seq = batch.rows.append, batch.events.append, batch.seqs.append
     if batch.rows:
         yield batch
+
+
+def _over_caps(store: SqliteEventStore, row: list[Any]) -> bool:
+    """Whether the texts of ``row`` are over ``store``'s caps: ``prepare``'s test (UTF-8
+    bytes, counted only when they may matter; an ``llm.end`` is capped like messages)."""
+    content, metadata, cap = row[6], row[7], store.content_caps[row[4]]
+    if row[5] == "llm.end":
+        cap = store.content_caps["message"]
+    return (len(content) > cap // 4 and len(content.encode()) > cap) or (
+        len(metadata) > store.metadata_cap // 4 and len(metadata.encode()) > store.metadata_cap
+    )
 
 
 def _add_prepared(store: SqliteEventStore, batch: ImportBatch, line: str, number: int) -> None:
