@@ -17,7 +17,7 @@ again and counts as already present, as ``append`` would have it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -43,18 +43,17 @@ class ImportBatch:
     the store's caps, in file order.
 
     ``rows``: ``[event_id, thread_id, seq, run_id, category, event_type, content, metadata,
-    created_at]`` as stored (canonical texts, the time in microseconds; the seq is set when
-    they are written); ``events``: the field values of the event of a row whose type is in
-    :data:`FOLD_READS` (or that was read the checked way), else ``None``; ``seqs``: the seq
-    each had in the file.
+    created_at]`` as stored (canonical texts, the time in microseconds), the seq the one
+    it had in the file (or ``None``) until it is written; ``events``: the field values of the
+    event of a row whose type is in :data:`FOLD_READS` (or that was read the checked way),
+    else ``None``.
     """
 
-    __slots__ = ("events", "rows", "seqs")
+    __slots__ = ("events", "rows")
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
         self.events: list[dict[str, Any] | None] = []
-        self.seqs: list[int | None] = []
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -66,18 +65,18 @@ class ImportBatch:
                           values["category"], values["event_type"], *texts,
                           to_micros(values["created_at"])])  # fmt: skip
         self.events.append(values)
-        self.seqs.append(seq)
 
 
 def import_rows(conn: sqlite3.Connection, batch: ImportBatch) -> tuple[int, int, int]:
     """Store ``batch`` on ``conn``: how many were stored, already present, stored at another
     seq than the file's."""
+    seqs = [row[_SEQ] for row in batch.rows]  # as exported: the write numbers the rows
     try:  # optimistic: event ids are almost always new, so skip looking them up
-        return _write(conn, batch, look_up=False)
+        return _write(conn, batch, seqs, look_up=False)
     except sqlite3.IntegrityError as e:
         if "event_id" not in str(e):
             raise
-    return _write(conn, batch, look_up=True)  # a retry: some ids are stored, or repeated
+    return _write(conn, batch, seqs, look_up=True)  # a retry: some ids are stored, or repeated
 
 
 def _stored_ids(conn: sqlite3.Connection, rows: Sequence[list[Any]]) -> set[str]:
@@ -91,62 +90,40 @@ def _stored_ids(conn: sqlite3.Connection, rows: Sequence[list[Any]]) -> set[str]
     return found
 
 
-def _write(conn: sqlite3.Connection, batch: ImportBatch, *, look_up: bool) -> tuple[int, int, int]:
+def _fresh(
+    conn: sqlite3.Connection, batch: ImportBatch, exported: Sequence[int | None]
+) -> tuple[list[list[Any]], list[dict[str, Any] | None], list[int | None]]:
+    """The rows of ``batch`` whose event ids are neither stored nor repeated from an earlier
+    row, with their field values and exported seqs."""
+    taken = _stored_ids(conn, batch.rows)
+    rows: list[list[Any]] = []
+    events: list[dict[str, Any] | None] = []
+    seqs: list[int | None] = []
+    for row, fields, seq in zip(batch.rows, batch.events, exported, strict=True):
+        if row[0] not in taken:
+            taken.add(row[0])
+            rows.append(row)
+            events.append(fields)
+            seqs.append(seq)
+    return rows, events, seqs
+
+
+def _write(
+    conn: sqlite3.Connection, batch: ImportBatch, exported: list[int | None], *, look_up: bool
+) -> tuple[int, int, int]:
     """One transaction: number the new rows after each head and fold their runs in one pass,
     keep the runs, insert the rows, move the heads (as :mod:`journal._sqlite_write`)."""
     conn.execute("BEGIN IMMEDIATE")  # the write lock up front (journal._sqlite_conn)
     try:
-        rows = batch.rows
-        taken = _stored_ids(conn, rows) if look_up else set()
-        fresh: list[list[Any]] = []
+        if look_up:
+            rows, events, seqs = _fresh(conn, batch, exported)
+        else:
+            rows, events, seqs = batch.rows, batch.events, exported
         heads: dict[str, list[int]] = {}  # thread -> [old last seq, new last seq, times]
         stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
-        projection = Projection()
-        folds = projection.runs
-        ends: dict[tuple[str, str], int] = {}  # a run's newest time in the batch, µs
-        key: tuple[str, str] = ("", "")
-        fold: RunFold | None = None
-        fold_end = renumbered = 0
-        view = construct(NewEvent, {})  # each event the fold reads, in turn
-        for row, fields, exported in zip(rows, batch.events, batch.seqs, strict=True):
-            if look_up:
-                if row[0] in taken:
-                    continue
-                taken.add(row[0])
-            fresh.append(row)
-            thread, at = row[1], row[8]
-            head = heads.get(thread)
-            if head is None:  # the head row, read once: its last seq and what runs keep in it
-                found = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
-                base, stored[thread] = (found[0], found[1]) if found else (0, None)
-                head = heads[thread] = [base, base, at, at]
-            seq = head[1] = head[1] + 1
-            head[3] = at
-            row[_SEQ] = seq
-            renumbered += exported is not None and exported != seq
-            if fold is None or row[3] != key[1] or thread != key[0]:  # a batch is mostly one run
-                if fold is not None:
-                    ends[key] = fold_end
-                key = (thread, row[3])
-                fold = folds.get(key)
-                if fold is None:
-                    started = from_micros(at)
-                    fold = folds[key] = RunFold(thread, key[1], seq, seq, started, started)
-            fold_end = at
-            if fields is None:  # what RunFold.add does with an event it does not look into
-                fold.last_seq = seq
-                fold.event_count += 1
-            else:
-                _set_fields(view, fields)
-                call = fold.add(seq, view)
-                if call is not None:
-                    projection.count_call(view, *call)
-        if fold is not None:
-            ends[key] = fold_end
-        for run, at in ends.items():
-            folds[run].last_event_at = from_micros(at)
+        projection = _numbered(conn, rows, events, heads, stored)
         kept = runs.keep_heads(conn, projection, stored)
-        conn.executemany(sql.INSERT_EVENT_SQL, fresh)
+        conn.executemany(sql.INSERT_EVENT_SQL, rows)
         for thread, (base, last, first_at, last_at) in heads.items():  # the head follows them
             text, goes_on = kept[thread]
             if goes_on:
@@ -158,4 +135,88 @@ def _write(conn: sqlite3.Connection, batch: ImportBatch, *, look_up: bool) -> tu
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return len(fresh), len(rows) - len(fresh), renumbered
+    return len(rows), len(batch) - len(rows), _renumbered(rows, seqs, heads)
+
+
+def _numbered(
+    conn: sqlite3.Connection,
+    rows: Sequence[list[Any]],
+    events: Sequence[dict[str, Any] | None],
+    heads: dict[str, list[int]],
+    stored: dict[str, str | None],
+) -> Projection:
+    """Number ``rows`` after their threads' heads (read here into ``heads`` and ``stored``)
+    and fold their runs: the projection ``project`` makes of the numbered events.
+
+    One pass, by stretches of rows of one run of one thread: an event the fold does not
+    look into only counts, once per stretch (what ``RunFold.add`` does with it)."""
+    projection = Projection()
+    folds = projection.runs
+    view = construct(NewEvent, {})  # each event the fold reads, in turn
+    thread = run_id = ""
+    head: list[int] = []
+    fold: RunFold | None = None
+    seq = counted = 0
+    last: list[Any] = []  # the stretch's last row
+    for row, fields in zip(rows, events, strict=True):
+        if row[3] != run_id or row[1] != thread or fold is None:  # a new stretch
+            if fold is not None:
+                _close(fold, seq, counted, last[8], head)
+            if row[1] != thread or fold is None:
+                thread = row[1]
+                head = heads.get(thread) or _head(conn, thread, row[8], heads, stored)
+                seq = head[1]
+            run_id, counted = row[3], 0
+            fold = folds.get((thread, run_id))
+            if fold is None:
+                started = from_micros(row[8])
+                fold = folds[thread, run_id] = RunFold(thread, run_id, seq + 1, seq + 1,
+                                                       started, started)  # fmt: skip
+        seq += 1
+        row[_SEQ] = seq
+        last = row
+        if fields is None:
+            counted += 1
+        else:
+            _set_fields(view, fields)
+            call = fold.add(seq, view)
+            if call is not None:
+                projection.count_call(view, *call)
+    if fold is not None:
+        _close(fold, seq, counted, last[8], head)
+    return projection
+
+
+def _head(
+    conn: sqlite3.Connection,
+    thread: str,
+    at: int,
+    heads: dict[str, list[int]],
+    stored: dict[str, str | None],
+) -> list[int]:
+    """The head of ``thread``, read once: ``[old last seq, new last seq, first time, last
+    time]`` (its ``kept`` into ``stored``)."""
+    found = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
+    base, stored[thread] = (found[0], found[1]) if found else (0, None)
+    head = heads[thread] = [base, base, at, at]
+    return head
+
+
+def _close(fold: RunFold, seq: int, counted: int, at: int, head: list[int]) -> None:
+    """End a stretch of ``fold``'s run at ``seq`` and time ``at``: its ``counted`` events the
+    fold does not look into, its last seq and time, and its thread's head."""
+    fold.event_count += counted
+    fold.last_seq = head[1] = seq
+    fold.last_event_at = from_micros(at)
+    head[3] = at
+
+
+def _renumbered(
+    rows: Sequence[list[Any]], seqs: Sequence[int | None], heads: Mapping[str, list[int]]
+) -> int:
+    """How many of the numbered ``rows`` are stored at another seq than their exported one."""
+    if len(heads) == 1:  # the usual batch: one thread, exported in order after its head
+        ((base, last, _, _),) = heads.values()
+        if seqs == list(range(base + 1, last + 1)):
+            return 0
+    return sum(seq is not None and seq != row[_SEQ] for row, seq in zip(rows, seqs, strict=True))

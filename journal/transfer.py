@@ -212,7 +212,7 @@ def _row_batches(
     # a text this short fits every cap, whatever its UTF-8 bytes (at most 4 per character)
     short, metadata_short = min(store.content_caps.values()) // 4, store.metadata_cap // 4
     batch = ImportBatch()
-    keep, keep_event, keep_seq = batch.rows.append, batch.events.append, batch.seqs.append
+    rows, keep, keep_event = batch.rows, batch.rows.append, batch.events.append
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8")
@@ -226,14 +226,13 @@ def _row_batches(
             else:
                 keep(row)
                 keep_event(fields)
-                keep_seq(row[2])
         elif line.strip():
             _add_prepared(store, batch, line, number)
-        if len(batch.rows) >= batch_size:
+        if len(rows) >= batch_size:
             yield batch
             batch = ImportBatch()
-            keep, keep_event, keep_seq = batch.rows.append, batch.events.append, batch.seqs.append
-    if batch.rows:
+            rows, keep, keep_event = batch.rows, batch.rows.append, batch.events.append
+    if rows:
         yield batch
 
 
