@@ -6,9 +6,9 @@ texts of its content and metadata from the line itself, so the target store neit
 encodes them again. It answers ``None`` for any other line, and the caller reads that one the
 checked way (which also says what is wrong with it): this reader never accepts a line the
 checked reading would reject, and never yields other values or other texts than it.
-:func:`exported_row` is the same reading for a SQLite target: the row the store writes (the
-line's texts, its time in microseconds), and the event's field values only where the runs
-fold reads them; it takes only the lines whose texts are the canonical ones.
+:func:`exported_row` is that reading (:func:`exported_line` is built on it): the row a SQLite
+store writes (the line's texts, its time in microseconds), and the event's field values only
+where they are needed (the runs fold reads them for some types).
 
 Why the proof holds: orjson parses the line; the line is compared with the text orjson gives
 for an event object of the parsed values (the fields in sorted key order, content and metadata
@@ -151,53 +151,6 @@ def _hint(value: Any, text: str) -> Hint | None:
     return PLAIN_NUMBERS if has_float else text
 
 
-#: The values of an exported line, in its (sorted) key order, and what is known of its
-#: content's and its metadata's canonical texts.
-_Read = tuple[str, Any, str, str, str, dict[str, Any], str, int, str, Hint, Hint]
-
-
-def _read(line: str) -> _Read | None:
-    """The values of ``line`` when it is exactly an exported event but for its time stamp's
-    form, with the hints of its content and metadata; else ``None``."""
-    try:
-        raw = _loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if type(raw) is not dict or len(raw) != _FIELD_COUNT:
-        return None
-    # The values in the line's order: an exported line has its keys in this (sorted) order,
-    # which the comparison below proves (any other line differs from the text it builds).
-    category, content, at, event_id, event_type, metadata, run_id, seq, thread_id = raw.values()
-    if type(seq) is not int or type(metadata) is not dict:
-        return None
-    content_text = _dumps(content, option=_SORT_KEYS).decode()
-    metadata_text = _dumps(metadata, option=_SORT_KEYS).decode() if metadata else "{}"
-    end = '"}\n' if line.endswith("\n") else '"}'
-    try:  # equal: the line is orjson's text of these values, its strings written unescaped
-        exact = line == "".join(
-            ('{"category":"', category, '","content":', content_text, ',"created_at":"', at,
-             '","event_id":"', event_id, '","event_type":"', event_type, '","metadata":',
-             metadata_text, ',"run_id":"', run_id, '","seq":', str(seq), ',"thread_id":"',
-             thread_id, end)
-        )  # fmt: skip
-    except TypeError:  # a field that is no string
-        return None
-    if not (  # the ids and types seen before are remembered
-        exact
-        and (_type_categories.get(event_type) == category or _new_type(category, event_type))
-        and _plain_id(event_id)
-        and (thread_id in _plain_ids or _new_id(thread_id))
-        and (run_id in _plain_ids or _new_id(run_id))
-    ):
-        return None
-    content_hint = _hint(content, content_text)
-    metadata_hint = _hint(metadata, metadata_text) if metadata else metadata_text
-    if content_hint is None or metadata_hint is None:
-        return None
-    return (category, content, at, event_id, event_type, metadata, run_id, seq, thread_id,
-            content_hint, metadata_hint)  # fmt: skip
-
-
 def _created_at(at: str) -> datetime | None:
     """The time of a time stamp in the export form, ``None`` for any other."""
     if not EXPORTED_TIME.match(at):
@@ -228,12 +181,14 @@ def _micros(at: str) -> int | None:
     return micros
 
 
-def _fields(read: _Read, created_at: datetime) -> dict[str, Any]:
-    """The event fields (but its seq) of a line's values."""
-    category, content, _, event_id, event_type, metadata, run_id, _, thread_id, _, _ = read
-    return {"event_id": event_id, "thread_id": thread_id, "run_id": run_id,
-            "category": category, "event_type": event_type, "content": content,
-            "metadata": metadata, "created_at": created_at}  # fmt: skip
+class _EveryType:
+    """The container of every event type (:func:`exported_line` takes every field)."""
+
+    def __contains__(self, event_type: object) -> bool:
+        return True
+
+
+_EVERY_TYPE: Final = _EveryType()
 
 
 def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
@@ -241,38 +196,70 @@ def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
     and its metadata's canonical texts, and that seq, when ``line`` is exactly an exported
     event (a trailing newline allowed); else ``None``.
     """
-    read = _read(line)
+    read = exported_row(line, _EVERY_TYPE)
     if read is None:
         return None
-    created_at = _created_at(read[2])
-    if created_at is None:
-        return None
-    fields = _fields(read, created_at)
-    fields["seq"] = seq = read[7]
-    return construct(RunEvent, fields), read[9], read[10], seq
+    row, fields = read
+    assert fields is not None  # every type's values are taken
+    fields["seq"] = seq = row[2]
+    return construct(RunEvent, fields), row[6], row[7], seq
 
 
 def exported_row(
     line: str, whole: Container[str]
 ) -> tuple[list[Any], dict[str, Any] | None] | None:
-    """The stored row of ``line`` when it is exactly an exported event whose content and
-    metadata texts are the canonical ones (no float orjson writes its own way), and, when
-    its type is in ``whole``, the event's field values (but its seq); else ``None``.
+    """The stored row of ``line`` when it is exactly an exported event, and, when its type
+    is in ``whole``, the event's field values (but its seq); else ``None``.
 
     The row: ``[event_id, thread_id, seq, run_id, category, event_type, content, metadata,
     created_at]``, as :data:`journal._sqlite_schema.INSERT_EVENT_SQL` takes it (the time
-    in microseconds), with the seq the line had.
+    in microseconds), with the seq the line had, and in place of the content's and the
+    metadata's texts what is known of them (:func:`_hint`: the canonical text, a ``str``,
+    unless a float orjson writes its own way is in them).
     """
-    read = _read(line)
-    if read is None:
+    try:
+        raw = _loads(line)
+    except orjson.JSONDecodeError:
         return None
-    (category, _, at, event_id, event_type, _, run_id, seq, thread_id, content_text,
-     metadata_text) = read  # fmt: skip
+    if type(raw) is not dict or len(raw) != _FIELD_COUNT:
+        return None
+    # The values in the line's order: an exported line has its keys in this (sorted) order,
+    # which the comparison below proves (any other line differs from the text it builds).
+    category, content, at, event_id, event_type, metadata, run_id, seq, thread_id = raw.values()
+    if type(seq) is not int or type(metadata) is not dict:
+        return None
+    content_text = _dumps(content, option=_SORT_KEYS).decode()
+    metadata_text = _dumps(metadata, option=_SORT_KEYS).decode() if metadata else "{}"
+    end = '"}\n' if line.endswith("\n") else '"}'
+    try:  # equal: the line is orjson's text of these values, its strings written unescaped
+        exact = line == "".join(
+            ('{"category":"', category, '","content":', content_text, ',"created_at":"', at,
+             '","event_id":"', event_id, '","event_type":"', event_type, '","metadata":',
+             metadata_text, ',"run_id":"', run_id, '","seq":', str(seq), ',"thread_id":"',
+             thread_id, end)
+        )  # fmt: skip
+    except TypeError:  # a field that is no string
+        return None
+    if not exact:
+        return None
     micros = _micros(at)
-    if micros is None or type(content_text) is not str or type(metadata_text) is not str:
+    if not (  # the ids and types seen before are remembered
+        micros is not None
+        and (_type_categories.get(event_type) == category or _new_type(category, event_type))
+        and _plain_id(event_id)
+        and (thread_id in _plain_ids or _new_id(thread_id))
+        and (run_id in _plain_ids or _new_id(run_id))
+    ):
         return None
-    row = [event_id, thread_id, seq, run_id, category, event_type, content_text, metadata_text,
+    content_hint = _hint(content, content_text)
+    metadata_hint = _hint(metadata, metadata_text) if metadata else metadata_text
+    if content_hint is None or metadata_hint is None:
+        return None
+    row = [event_id, thread_id, seq, run_id, category, event_type, content_hint, metadata_hint,
            micros]  # fmt: skip
     if event_type not in whole:
         return row, None
-    return row, _fields(read, datetime.fromisoformat(at))  # valid: its micros are
+    fields = {"event_id": event_id, "thread_id": thread_id, "run_id": run_id,
+              "category": category, "event_type": event_type, "content": content,
+              "metadata": metadata, "created_at": datetime.fromisoformat(at)}  # fmt: skip
+    return row, fields  # (the time is valid: its micros are)

@@ -221,11 +221,19 @@ def _row_batches(
         read = exported_row(line, FOLD_READS)
         if read is not None:
             row, fields = read
-            if (len(row[6]) > short or len(row[7]) > metadata_short) and _over_caps(store, row):
-                _add_prepared(store, batch, line, number)
-            else:
+            content, metadata = row[6], row[7]
+            if (  # its texts (no float that the rules write otherwise), within the caps
+                type(content) is str
+                and type(metadata) is str
+                and (
+                    (len(content) <= short and len(metadata) <= metadata_short)
+                    or not _over_caps(store, row)
+                )
+            ):
                 keep(row)
                 keep_event(fields)
+            else:
+                _add_prepared(store, batch, line, number)
         elif line.strip():
             _add_prepared(store, batch, line, number)
         if len(rows) >= batch_size:
