@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -199,10 +199,10 @@ def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
     read = exported_row(line, _EVERY_TYPE)
     if read is None:
         return None
-    row, fields = read
-    assert fields is not None  # every type's values are taken
-    fields["seq"] = seq = row[2]
-    return construct(RunEvent, fields), row[6], row[7], seq
+    row, fields = read  # every type's values are taken
+    values = cast(dict[str, Any], fields)
+    values["seq"] = seq = row[2]
+    return construct(RunEvent, values), row[6], row[7], seq
 
 
 def exported_row(
