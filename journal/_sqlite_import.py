@@ -31,7 +31,7 @@ from journal.events import FIXED_EVENT_TYPES, NewEvent, construct
 __all__ = ["FOLD_READS", "ImportBatch", "import_rows"]
 
 #: The event types whose runs fold reads more than the event's run, seq and time
-#: (:meth:`journal._runs.RunFold.add`): an import keeps these events whole.
+#: (:meth:`journal._runs.RunFold.add`): an import keeps the field values of these events.
 FOLD_READS: Final = _FOLDED | FIXED_EVENT_TYPES["lifecycle"]
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 _SEQ: Final = 2  # the seq's place in a row
