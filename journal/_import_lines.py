@@ -6,6 +6,9 @@ texts of its content and metadata from the line itself, so the target store neit
 encodes them again. It answers ``None`` for any other line, and the caller reads that one the
 checked way (which also says what is wrong with it): this reader never accepts a line the
 checked reading would reject, and never yields other values or other texts than it.
+:func:`exported_row` is that reading (:func:`exported_line` is built on it): the row a SQLite
+store writes (the line's texts, its time in microseconds), and the event's field values only
+where they are needed (the runs fold reads them for some types).
 
 Why the proof holds: orjson parses the line; the line is compared with the text orjson gives
 for an event object of the parsed values (the fields in sorted key order, content and metadata
@@ -23,16 +26,24 @@ to the checked path.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
 from journal._batch import Hint
+from journal._sqlite_rows import to_micros
 from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS, same_float_text
-from journal.events import CATEGORIES, MAX_ID_LENGTH, RunEvent, construct, validate_event_type
+from journal.events import (
+    CATEGORIES,
+    MAX_ID_LENGTH,
+    RunEvent,
+    construct,
+    validate_event_type,
+)
 
-__all__ = ["EXPORTED_TIME", "exported_line"]
+__all__ = ["EXPORTED_TIME", "exported_line", "exported_row"]
 
 #: ``created_at`` as export writes it (UTC, ``Z``, at most microseconds): a form whose
 #: ``datetime.fromisoformat`` value is exactly pydantic's.
@@ -44,10 +55,12 @@ _FIELD_COUNT: Final = 9  # the eight fields of an event and its seq
 _DEEP: Final = MAX_DEPTH - 4  # nesting from here on: the checked path (the rules mark depth)
 #: Containers shorter than this cannot nest _DEEP levels (each level takes two characters).
 _SHALLOW_CHARS: Final = 2 * _DEEP
+_USUAL_TIME_CHARS: Final = len("2026-01-02T03:04:05.678901Z")
 
 # Remembered once checked (each bounded: cleared when full, as open families take any tag)
 _type_categories: dict[str, str] = {}  # event type -> its category, for valid pairs
 _plain_ids: dict[str, None] = {}  # thread and run ids
+_second_micros: dict[str, int] = {}  # a time stamp's first 19 characters -> µs of that second
 _REMEMBERED_MAX: Final = 4096
 
 
@@ -119,10 +132,12 @@ def _hint(value: Any, text: str) -> Hint | None:
     in it (the store encodes it by the rules); ``None``: nested too deep for this path."""
     if type(value) is float:
         return text if same_float_text(value) else PLAIN_NUMBERS
-    # orjson writes every float with a "." or a signed exponent; a text without any of them
-    # holds none, and one too short or with too few brackets nests no deeper than _DEEP
+    # orjson writes a float below 1e-4 as "0.0000..." or with "e-", and one of 2**63 or more
+    # with "e+": a text without any of them holds none it writes its own way (a "." alone is
+    # a float orjson writes as the rules do, or text); one too short or with too few
+    # brackets nests no deeper than _DEEP
     if (
-        "." not in text
+        "0.0000" not in text
         and "e+" not in text
         and "e-" not in text
         and (len(text) < _SHALLOW_CHARS or text.count("{") + text.count("[") < _DEEP)
@@ -136,10 +151,71 @@ def _hint(value: Any, text: str) -> Hint | None:
     return PLAIN_NUMBERS if has_float else text
 
 
+def _created_at(at: str) -> datetime | None:
+    """The time of a time stamp in the export form, ``None`` for any other."""
+    if not EXPORTED_TIME.match(at):
+        return None
+    try:
+        return datetime.fromisoformat(at)
+    except ValueError:  # the form matched, the date does not exist (February 30th)
+        return None
+
+
+def _micros(at: str) -> int | None:
+    """:func:`_created_at` as stored (:func:`journal._sqlite_rows.to_micros`). The usual
+    stamp (six digits of microseconds) costs a look-up of its second, once that second was
+    read the full way: the rest of such a stamp is six ASCII digits and the ``Z``."""
+    if len(at) == _USUAL_TIME_CHARS and at[19] == "." and at[26] == "Z":
+        second = _second_micros.get(at[:19])
+        fraction = at[20:26]
+        if second is not None and fraction.isascii() and fraction.isdigit():
+            return second + int(fraction)
+    created_at = _created_at(at)
+    if created_at is None:
+        return None
+    micros = to_micros(created_at)
+    if len(at) == _USUAL_TIME_CHARS:
+        if len(_second_micros) >= _REMEMBERED_MAX:
+            _second_micros.clear()
+        _second_micros[at[:19]] = micros - created_at.microsecond
+    return micros
+
+
+class _EveryType:
+    """The container of every event type (:func:`exported_line` takes every field)."""
+
+    def __contains__(self, event_type: object) -> bool:
+        return True
+
+
+_EVERY_TYPE: Final = _EveryType()
+
+
 def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
     """The event of ``line`` (a record with the seq it had), what is known of its content's
     and its metadata's canonical texts, and that seq, when ``line`` is exactly an exported
     event (a trailing newline allowed); else ``None``.
+    """
+    read = exported_row(line, _EVERY_TYPE)
+    if read is None:
+        return None
+    row, fields = read  # every type's values are taken
+    values = cast(dict[str, Any], fields)
+    values["seq"] = seq = row[2]
+    return construct(RunEvent, values), row[6], row[7], seq
+
+
+def exported_row(
+    line: str, whole: Container[str]
+) -> tuple[list[Any], dict[str, Any] | None] | None:
+    """The stored row of ``line`` when it is exactly an exported event, and, when its type
+    is in ``whole``, the event's field values (but its seq); else ``None``.
+
+    The row: ``[event_id, thread_id, seq, run_id, category, event_type, content, metadata,
+    created_at]``, as :data:`journal._sqlite_schema.INSERT_EVENT_SQL` takes it (the time
+    in microseconds), with the seq the line had, and in place of the content's and the
+    metadata's texts what is known of them (:func:`_hint`: the canonical text, a ``str``,
+    unless a float orjson writes its own way is in them).
     """
     try:
         raw = _loads(line)
@@ -164,32 +240,26 @@ def exported_line(line: str) -> tuple[RunEvent, Hint, Hint, int] | None:
         )  # fmt: skip
     except TypeError:  # a field that is no string
         return None
+    if not exact:
+        return None
+    micros = _micros(at)
     if not (  # the ids and types seen before are remembered
-        exact
+        micros is not None
         and (_type_categories.get(event_type) == category or _new_type(category, event_type))
         and _plain_id(event_id)
         and (thread_id in _plain_ids or _new_id(thread_id))
         and (run_id in _plain_ids or _new_id(run_id))
-        and EXPORTED_TIME.match(at)
     ):
         return None
     content_hint = _hint(content, content_text)
     metadata_hint = _hint(metadata, metadata_text) if metadata else metadata_text
     if content_hint is None or metadata_hint is None:
         return None
-    try:
-        created_at = datetime.fromisoformat(at)
-    except ValueError:  # the form matched, the date does not exist (February 30th)
-        return None
-    fields = {
-        "event_id": event_id,
-        "thread_id": thread_id,
-        "run_id": run_id,
-        "category": category,
-        "event_type": event_type,
-        "content": content,
-        "metadata": metadata,
-        "created_at": created_at,
-        "seq": seq,
-    }
-    return construct(RunEvent, fields), content_hint, metadata_hint, seq
+    row = [event_id, thread_id, seq, run_id, category, event_type, content_hint, metadata_hint,
+           micros]  # fmt: skip
+    if event_type not in whole:
+        return row, None
+    fields = {"event_id": event_id, "thread_id": thread_id, "run_id": run_id,
+              "category": category, "event_type": event_type, "content": content,
+              "metadata": metadata, "created_at": datetime.fromisoformat(at)}  # fmt: skip
+    return row, fields  # (the time is valid: its micros are)

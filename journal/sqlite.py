@@ -44,6 +44,7 @@ from journal._batch import KnownEvents, prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, is_busy, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
+from journal._sqlite_import import ImportBatch, import_rows
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
 from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
@@ -244,6 +245,12 @@ class SqliteEventStore(RunEventStore):
                 pool.give(conn)
         except sqlite3.Error as e:
             raise translate(e, self.path, "append events") from e
+
+    def _import_rows(self, batch: ImportBatch) -> tuple[int, int, int]:
+        """Store rows read from exported lines (:mod:`journal._sqlite_import`): how many were
+        stored, already present, stored at another seq than the file's."""
+        self._check_open()
+        return self._run("import events", lambda conn: import_rows(conn, batch))
 
     def _copy_thread_from(self, source: SqliteEventStore, thread_id: str, end: int) -> int | None:
         """Copy the ``end`` events of ``thread_id`` from ``source`` in SQL, into this store

@@ -18,11 +18,13 @@ from typing import IO, Any, Final
 import orjson
 from pydantic import ValidationError
 
-from journal._batch import KnownEvents
+from journal._batch import Hint, KnownEvents, prepare_batch
 from journal._import_lines import EXPORTED_TIME as _EXPORTED_TIME
-from journal._import_lines import exported_line
+from journal._import_lines import exported_line, exported_row
+from journal._sqlite_import import FOLD_READS, ImportBatch
 from journal.encoding import PLAIN, dumps, loads
 from journal.events import NewEvent, RunEvent, construct, prepare_mapping, usual_event
+from journal.sqlite import SqliteEventStore
 from journal.store import RunEventStore
 
 __all__ = ["EventLineError", "ImportSummary", "export_events", "import_events", "read_batches"]
@@ -142,33 +144,126 @@ def import_events(
 ) -> ImportSummary:
     """Append the events of JSON Lines ``lines`` to ``store`` in all-or-nothing batches.
 
-    An event already stored (same ``event_id``) counts as already present and is not stored
-    twice. A bad line raises :class:`EventLineError`; the batches before it stay stored (its
-    ``imported_before`` attribute says how many events). ``progress`` gets the running summary
-    after each batch.
+    An event already stored (same ``event_id``, or repeated earlier in ``lines``) counts as
+    already present and is not stored twice. A bad line raises :class:`EventLineError`; the
+    batches before it stay stored (its ``imported_before`` attribute says how many events).
+    ``progress`` gets the running summary after each batch.
+
+    Into a built-in ``SqliteEventStore`` the lines go as rows (:mod:`journal._sqlite_import`):
+    the same stored rows, runs and usage as appending their events, with no event object for
+    most of them.
     """
+    if type(store) is SqliteEventStore:
+        counts = _stored_rows(store, lines, batch_size)
+    else:
+        counts = _appended(store, lines, batch_size)
     imported = present = renumbered = 0
     try:
-        for events, seqs in _known_batches(lines, batch_size):
-            # An event already stored keeps its record: its seq is at or below its thread's
-            # last seq (its thread may even differ from the line's).
-            last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
-            stored = store.append(events)  # its events become the records: not used below
-            for record, event, seq in zip(stored, events, seqs, strict=True):
-                if record is event:  # a line's record, stored as it is at its own seq
-                    imported += 1
-                    continue
-                if record.seq <= last.get(record.thread_id, record.seq):
-                    present += 1
-                    continue
-                imported += 1
-                renumbered += seq is not None and record.seq != seq
+        for stored, already, moved in counts:
+            imported, present, renumbered = imported + stored, present + already, renumbered + moved
             if progress is not None:
                 progress(ImportSummary(imported, present, renumbered))
     except EventLineError as e:
         e.imported_before = imported
         raise
     return ImportSummary(imported, present, renumbered)
+
+
+def _appended(
+    store: RunEventStore, lines: Iterable[bytes], batch_size: int
+) -> Iterator[tuple[int, int, int]]:
+    """Each batch of ``lines`` appended: how many were stored, already present, renumbered."""
+    for events, seqs in _known_batches(lines, batch_size):
+        imported = present = renumbered = 0
+        # An event already stored keeps its record: its seq is at or below its thread's
+        # last seq (its thread may even differ from the line's).
+        last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
+        stored = store.append(events)  # its events become the records: not used below
+        seen: set[str] = set()  # an id repeated in the batch is stored once
+        for record, event, seq in zip(stored, events, seqs, strict=True):
+            if record.event_id in seen:
+                present += 1
+                continue
+            seen.add(record.event_id)
+            # the event itself is its record when the store made it one: new, stored now
+            if record is not event and record.seq <= last.get(record.thread_id, record.seq):
+                present += 1
+                continue
+            imported += 1
+            renumbered += seq is not None and record.seq != seq
+        yield imported, present, renumbered
+
+
+def _stored_rows(
+    store: SqliteEventStore, lines: Iterable[bytes], batch_size: int
+) -> Iterator[tuple[int, int, int]]:
+    """Each batch of ``lines`` stored as rows: how many were stored, already present,
+    renumbered."""
+    for batch in _row_batches(store, lines, batch_size):
+        yield store._import_rows(batch)
+
+
+def _row_batches(
+    store: SqliteEventStore, lines: Iterable[bytes], batch_size: int
+) -> Iterator[ImportBatch]:
+    """``lines`` read into :class:`ImportBatch` es for ``store``: a line as export writes it
+    straight into its row (:func:`journal._import_lines.exported_row`) when it is within the
+    store's caps; any other read as an event and prepared exactly as ``append`` prepares it."""
+    # a text this short fits every cap, whatever its UTF-8 bytes (at most 4 per character)
+    short, metadata_short = min(store.content_caps.values()) // 4, store.metadata_cap // 4
+    batch = ImportBatch()
+    rows, keep, keep_event = batch.rows, batch.rows.append, batch.events.append
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EventLineError(number, "not UTF-8 text") from None
+        read = exported_row(line, FOLD_READS)
+        if read is not None:
+            row, fields = read
+            content, metadata = row[6], row[7]
+            if (  # its texts (no float that the rules write otherwise), within the caps
+                type(content) is str
+                and type(metadata) is str
+                and (
+                    (len(content) <= short and len(metadata) <= metadata_short)
+                    or not _over_caps(store, row)
+                )
+            ):
+                keep(row)
+                keep_event(fields)
+            else:
+                _add_prepared(store, batch, line, number)
+        elif line.strip():
+            _add_prepared(store, batch, line, number)
+        if len(rows) >= batch_size:
+            yield batch
+            batch = ImportBatch()
+            rows, keep, keep_event = batch.rows, batch.rows.append, batch.events.append
+    if rows:
+        yield batch
+
+
+def _over_caps(store: SqliteEventStore, row: list[Any]) -> bool:
+    """Whether the texts of ``row`` are over ``store``'s caps: ``prepare``'s test (UTF-8
+    bytes, counted only when they may matter; an ``llm.end`` is capped like messages)."""
+    content, metadata, cap = row[6], row[7], store.content_caps[row[4]]
+    if row[5] == "llm.end":
+        cap = store.content_caps["message"]
+    return (len(content) > cap // 4 and len(content.encode()) > cap) or (
+        len(metadata) > store.metadata_cap // 4 and len(metadata.encode()) > store.metadata_cap
+    )
+
+
+def _add_prepared(store: SqliteEventStore, batch: ImportBatch, line: str, number: int) -> None:
+    """Read ``line`` as an event (the fast way if export wrote it, else checked) and add it
+    to ``batch`` as the store's ``prepare`` makes it (cut to the caps, its texts encoded)."""
+    read: tuple[NewEvent, Hint, Hint, int | None] | None = exported_line(line)
+    event, content_kind, metadata_kind, seq = read or _parse_line(line, number)
+    known = KnownEvents(handed_over=True)
+    known.add(event, content_kind, metadata_kind)
+    prepared = prepare_batch(known, store.content_caps, store.metadata_cap, records=True)
+    batch.add_event(prepared[0], prepared.texts[0], seq)
 
 
 def _parse_line(line: str, number: int) -> tuple[NewEvent, int, int, int | None]:

@@ -24,9 +24,9 @@ frozen out of the garbage collector before the timing (``gc.freeze``): otherwise
 collection during a side walks them too, a cost of this benchmark's process, not of the side.
 
 ``--parts``: the import and its parts instead, in microseconds per event (and raw / part):
-the whole import; its appends alone (the same batches, read from the files before the timing
-and frozen out of the garbage collector: what the store's append costs them); reading the
-files into those batches alone (no store); orjson's parse of every line alone; and raw.
+the whole import; its stores of the rows alone (the same batches of rows, read from the files
+before the timing and frozen out of the garbage collector: what storing them costs); reading
+the files into those batches alone (no write); orjson's parse of every line alone; and raw.
 
 Usage: ``PYTHONPATH=. python scripts/bench_copy.py [--events 100000] [--rounds 3] [--parts]``
 """
@@ -41,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from journal import _sqlite_schema as schema
 from journal._sqlite_rows import to_micros
 from journal.copy import copy_store
 from journal.encoding import dumps
-from journal.transfer import _known_batches, export_events, import_events
+from journal.transfer import _row_batches, export_events, import_events
 
 THREADS = 4
 BATCH = 500
@@ -120,29 +120,32 @@ def raw_insert(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
 def import_parts(
     files: list[Path], import_side: Callable[[Path], None], raw_side: Callable[[Path], None]
 ) -> tuple[dict[str, Callable[[Path], None]], dict[str, Callable[[], None]]]:
-    """The sides of ``--parts`` (the import, its appends alone, its reading alone, orjson's
-    parse alone, raw; each called with a fresh target file, used or not), and the setup
-    each side needs before its timing."""
+    """The sides of ``--parts`` (the import, its stores of the rows alone, its reading alone,
+    orjson's parse alone, raw; each called with a fresh target file, used or not), and the
+    setup each side needs before its timing."""
     ready: list[Any] = []
 
-    def read_batches() -> None:
-        ready.clear()
+    def read_batches(store: SqliteEventStore) -> Iterator[Any]:
         for file in files:
             with file.open("rb") as lines:
-                ready.extend(events for events, _ in _known_batches(lines, BATCH))
-        gc.freeze()  # out of every collection: only the append's own objects are collected
+                yield from _row_batches(store, lines, BATCH)
 
-    def appends(path: Path) -> None:
+    def read_before() -> None:
+        ready.clear()
+        with tempfile.TemporaryDirectory() as tmp, SqliteEventStore(Path(tmp) / "caps.db") as caps:
+            ready.extend(read_batches(caps))  # read for a store of the same (default) caps
+        gc.freeze()  # out of every collection: only the store's own objects are collected
+
+    def stores(path: Path) -> None:
         with SqliteEventStore(path) as target:
             for batch in ready:
-                target.append(batch)
+                target._import_rows(batch)
         ready.clear()
 
-    def reading(_: Path) -> None:
-        for file in files:
-            with file.open("rb") as lines:
-                for _batch in _known_batches(lines, BATCH):
-                    pass
+    def reading(path: Path) -> None:
+        with SqliteEventStore(path) as caps:
+            for _batch in read_batches(caps):
+                pass
 
     def parsing(_: Path) -> None:
         for file in files:
@@ -150,15 +153,15 @@ def import_parts(
                 for line in lines:
                     orjson.loads(line)
 
-    appends_name = "its appends alone (batches read before)"
+    stores_name = "its stores of the rows alone (rows read before)"
     sides = {
         "import": import_side,
-        appends_name: appends,
-        "reading the lines into batches alone": reading,
+        stores_name: stores,
+        "reading the lines into rows alone": reading,
         "orjson's parse of the lines alone": parsing,
         "raw": raw_side,
     }
-    return sides, {appends_name: read_batches}
+    return sides, {stores_name: read_before}
 
 
 def main() -> None:
