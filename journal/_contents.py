@@ -15,7 +15,8 @@ from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
 from journal._queued import SKIP, Extra, Later
-from journal.digests import CONTEXT_KEY, ContextIndex, stored_digest
+from journal.digests import CONTEXT_KEY, ContextIndex, record_kind, stored_digest
+from journal.encoding import PLAIN
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.store import RunEventStore
 
@@ -42,14 +43,16 @@ class Contents:
         data = content.get("data")
         kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
         hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
-        return Extra(content, {"digest": digest, "hidden": hidden}, text)
+        # a hex digest and a bool: plain JSON by making
+        return Extra(content, {"digest": digest, "hidden": hidden}, text, PLAIN)
 
     def model_call(
         self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
     ) -> Extra:
         """An ``llm.start``: the prompt excerpt, and the exact record of the call's input."""
         record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
-        return Extra(cap.prompt_tail(prompt, _PROMPT_BUDGET), {CONTEXT_KEY: record})
+        tail = cap.prompt_tail(prompt, _PROMPT_BUDGET)
+        return Extra(tail, {CONTEXT_KEY: record}, None, record_kind(record))
 
     def _stored_digests(self, thread_id: str) -> list[str]:
         """The digests of the thread's stored messages (none if the store cannot be read)."""

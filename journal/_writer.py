@@ -43,6 +43,8 @@ from typing import Any, Final
 
 from journal._batch import Hint, KnownEvents
 from journal._delivery import Delivery
+from journal._event_ids import event_ids
+from journal._kinds import combined_kind
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
 from journal.encoding import jsonable_with_kind
@@ -50,7 +52,6 @@ from journal.events import (
     CATEGORIES,
     NewEvent,
     construct,
-    new_event_id,
     validate_event_type,
     validate_id,
 )
@@ -344,9 +345,11 @@ class Writer:
         one-by-one retry would drop it.
         """
         events = KnownEvents(handed_over=True)
+        ids = iter(event_ids(len(batch)))  # one per item (a skipped item leaves one unused)
         for p in batch:
             content = p.content
             metadata = p.metadata
+            metadata_kind = p.metadata_kind  # NOT_PLAIN: not known
             text: str | None = None
             if type(content) is Lazy or isinstance(content, Later):
                 try:
@@ -362,24 +365,27 @@ class Writer:
                     continue
                 if type(content) is Extra:
                     metadata = {**metadata, **content.metadata}
+                    metadata_kind = combined_kind(metadata_kind, content.metadata_kind)
                     content, text = content.content, content.text
             content_hint: Hint
+            metadata_hint: Hint = metadata_kind
             try:
                 self._check(p)
                 if text is None:
                     content, content_hint = jsonable_with_kind(content)
                 else:  # a message, encoded for its digest: its text is the store's text
                     content, content_hint = dict(content), text
-                metadata, metadata_hint = jsonable_with_kind(metadata)
-                if type(metadata) is not dict:
-                    raise TypeError("metadata must be a mapping")
+                if not metadata_kind:  # else the journal's own, of that kind by making
+                    metadata, metadata_hint = jsonable_with_kind(metadata)
+                    if type(metadata) is not dict:
+                        raise TypeError("metadata must be a mapping")
             except (ValueError, TypeError):
                 _log.warning("journal_event_rejected", run_id=p.run_id, event_type=p.event_type,
                              count=1)  # fmt: skip
                 self._dropped(p.run_id, 1)
                 continue
             values = {
-                "event_id": new_event_id(),
+                "event_id": next(ids),
                 "thread_id": p.thread_id,
                 "run_id": p.run_id,
                 "category": p.category,
