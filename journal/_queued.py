@@ -53,6 +53,8 @@ class Extra(NamedTuple):
     text: str | None = None
     #: The ``plain_kind`` of ``metadata`` when the builder knows it, else ``NOT_PLAIN``.
     metadata_kind: int = NOT_PLAIN
+    #: The ``plain_kind`` of ``content`` when the builder knows it, else ``NOT_PLAIN``.
+    content_kind: int = NOT_PLAIN
 
 
 #: What a :class:`Lazy` returns when, on reflection, there is nothing to write.

@@ -276,7 +276,7 @@ class RunTracker:
             done = self._runs.done(run_id, "duration_ms")
             if done is not None:
                 node, metadata = done
-                content = Lazy(cap.tool_end_content, (node.name, output))
+                content = Lazy(Contents.tool_end, (node.name, output))
                 kind = node.event_kind(node.tool_call_id, span=metadata["duration_ms"])
                 self._sink.emit(node.run, "trace", "tool.end", content, metadata, kind)
 

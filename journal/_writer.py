@@ -47,7 +47,7 @@ from journal._event_ids import event_ids
 from journal._kinds import combined_kind
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
-from journal.encoding import jsonable_with_kind
+from journal.encoding import NOT_PLAIN, jsonable_with_kind
 from journal.events import (
     CATEGORIES,
     NewEvent,
@@ -350,6 +350,7 @@ class Writer:
             content = p.content
             metadata = p.metadata
             metadata_kind = p.metadata_kind  # NOT_PLAIN: not known
+            content_kind = NOT_PLAIN
             text: str | None = None
             if type(content) is Lazy or isinstance(content, Later):
                 try:
@@ -364,14 +365,18 @@ class Writer:
                 if content is SKIP:
                     continue
                 if type(content) is Extra:
-                    metadata = {**metadata, **content.metadata}
-                    metadata_kind = combined_kind(metadata_kind, content.metadata_kind)
+                    if content.metadata:
+                        metadata = {**metadata, **content.metadata}
+                        metadata_kind = combined_kind(metadata_kind, content.metadata_kind)
+                    content_kind = content.content_kind
                     content, text = content.content, content.text
             content_hint: Hint
             metadata_hint: Hint = metadata_kind
             try:
                 self._check(p)
-                if text is None:
+                if content_kind:  # made by the writer of plain values, of that kind
+                    content_hint = content_kind
+                elif text is None:
                     content, content_hint = jsonable_with_kind(content)
                 else:  # a message, encoded for its digest: its text is the store's text
                     content, content_hint = dict(content), text

@@ -109,6 +109,9 @@ def _result(message: AIMessage) -> LLMResult:
     params=st.dictionaries(st.sampled_from(["temperature", "top_p", "n"]), _ODD, max_size=3),
     call_id=_ODD,
     message_id=st.sampled_from(["m-1", "ü-2", "b\ud800"]),
+    prompt_text=st.sampled_from(["hi", "hé", "a\ud800"]),
+    tool_output=st.sampled_from(["result", "ré", "x\ud800", 5, None, ["a", {"text": "ü"}]]),
+    written=st.booleans(),
     fail=st.booleans(),
 )
 def test_hints_are_true_whatever_the_callbacks_carry(
@@ -121,10 +124,14 @@ def test_hints_are_true_whatever_the_callbacks_carry(
     params: dict[str, Any],
     call_id: Any,
     message_id: str,
+    prompt_text: str,
+    tool_output: Any,
+    written: bool,
     fail: bool,
 ) -> None:
-    """Model and tool calls whose names, steps, ids, tags and parameters are odd values: every
-    hint is still the truth, and nothing is dropped."""
+    """Model and tool calls whose names, steps, ids, tags, parameters and outputs are odd
+    values (the answer written to the state or kept on ``llm.end``): every hint is still the
+    truth, and nothing is dropped."""
     store = HintCheckingStore()
     journal = RunJournal(store, spool_path=tmp_path / f"spool-{uuid.uuid4()}.jsonl")
     try:
@@ -136,7 +143,7 @@ def test_hints_are_true_whatever_the_callbacks_carry(
                                metadata=node_md, name=node_name)  # fmt: skip
         journal.on_chat_model_start(
             {"name": "fake"},
-            [[HumanMessage("hi", id="h-1")]],
+            [[HumanMessage(prompt_text, id=message_id + "-h")]],
             run_id=llm,
             parent_run_id=node,
             tags=tags,
@@ -153,8 +160,8 @@ def test_hints_are_true_whatever_the_callbacks_carry(
         if fail:
             journal.on_tool_error(RuntimeError("tool"), run_id=tool_run)
         else:
-            journal.on_tool_end("result", run_id=tool_run)
-        journal.on_chain_end({"messages": [answer]}, run_id=node)
+            journal.on_tool_end(tool_output, run_id=tool_run)
+        journal.on_chain_end({"messages": [answer] if written else []}, run_id=node)
         journal.on_chain_end({"messages": [answer]}, run_id=root)
         assert journal.flush(5)
     finally:
