@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from journal._capture import add_usage
-from journal._kinds import combined_kind, scalars_kind, span_kind
+from journal._kinds import scalars_kind, span_kind
 from journal.catalog import PARENT_SPAN_KEY
-from journal.encoding import PLAIN
+from journal.encoding import NOT_PLAIN, PLAIN
 
 __all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for"]
 
@@ -132,10 +132,15 @@ class Node:
         """The ``plain_kind`` hint of metadata of this run's events made of its attribution,
         ``values`` (read by :func:`journal._kinds.scalars_kind`), the call's ``span`` (ms)
         and parts of kind ``kind``; ``NOT_PLAIN`` when one of them is not known."""
-        value_kind = scalars_kind(*values)
-        if span is None:
-            return combined_kind(self.attribution_kind(), value_kind, kind)
-        return combined_kind(self.attribution_kind(), value_kind, kind, span_kind(span))
+        attribution = self.kind  # (the callback path: as few calls as it can)
+        if attribution < 0:
+            attribution = self.attribution_kind()
+        if not (attribution and kind and scalars_kind(*values)):
+            return NOT_PLAIN
+        if span is None:  # the attribution and the values are PLAIN
+            return kind
+        spent = span_kind(span)
+        return spent and max(kind, spent)
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""
