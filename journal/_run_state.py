@@ -120,7 +120,7 @@ class Node:
 
     def attribution_kind(self) -> int:
         """The ``plain_kind`` hint of its attribution values (``caller``, step, node and
-        spans: :func:`journal._queued.scalars_kind`), worked out once per run."""
+        spans: :func:`journal._kinds.scalars_kind`), worked out once per run."""
         kind = self.kind
         if kind < 0:
             kind = self.kind = scalars_kind(

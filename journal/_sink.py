@@ -54,7 +54,7 @@ class EventSink:
         """Queue one event of ``run``, stamped now (later than every event queued before).
 
         ``metadata_kind``: the ``plain_kind`` of ``metadata`` when the caller built it of
-        values it knows (:func:`journal._queued.scalars_kind`), else ``NOT_PLAIN``."""
+        values it knows (:func:`journal._kinds.scalars_kind`), else ``NOT_PLAIN``."""
         now = time.time_ns() // 1000
         if now <= self._last_us:
             now = self._last_us + 1
