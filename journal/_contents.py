@@ -14,8 +14,10 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
+from journal._kinds import combined_kind, scalars_kind
 from journal._queued import SKIP, Extra, Later
-from journal.digests import CONTEXT_KEY, ContextIndex, stored_digest
+from journal.digests import CONTEXT_KEY, ContextIndex, record_kind, stored_digest
+from journal.encoding import NOT_PLAIN, PLAIN, Plain
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.store import RunEventStore
 
@@ -42,14 +44,27 @@ class Contents:
         data = content.get("data")
         kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
         hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
-        return Extra(content, {"digest": digest, "hidden": hidden}, text)
+        # a hex digest and a bool: plain JSON by making
+        return Extra(content, {"digest": digest, "hidden": hidden}, text, PLAIN)
 
     def model_call(
         self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
     ) -> Extra:
         """An ``llm.start``: the prompt excerpt, and the exact record of the call's input."""
         record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
-        return Extra(cap.prompt_tail(prompt, _PROMPT_BUDGET), {CONTEXT_KEY: record})
+        tail = cap.prompt_tail(prompt, _PROMPT_BUDGET)
+        # the excerpt: each message's type, id and text, and a count
+        tail_kind = scalars_kind(*[v for m in tail["messages"] for v in m.values()])
+        return Extra(tail, {CONTEXT_KEY: record}, None, record_kind(record), tail_kind)
+
+    @staticmethod
+    def tool_end(name: str, output: Any) -> Extra:
+        """A ``tool.end``: the tool's name and a preview of its output (``text`` a str,
+        ``chars`` a length), with its kind."""
+        content = cap.tool_end_content(name, output)
+        preview = content["output"]
+        kind = scalars_kind(name, preview["text"], preview["status"])
+        return Extra(content, {}, None, PLAIN, kind)
 
     def _stored_digests(self, thread_id: str) -> list[str]:
         """The digests of the thread's stored messages (none if the store cannot be read)."""
@@ -82,8 +97,13 @@ class ModelOutput(Later):
         self._keep = keep
         self.settled = True
 
-    def build(self) -> dict[str, Any]:
-        """The content; unsettled (the node did not end in time), the answer is kept."""
+    def build(self) -> Extra:
+        """The content (with its kind); unsettled (the node did not end in time), the answer
+        is kept."""
+        content = self._content  # a message id and a count
+        kind = scalars_kind(content["message_id"])
         if not self._keep:
-            return self._content
-        return {**self._content, "output": message_to_content(self._message)}
+            return Extra(content, {}, None, PLAIN, kind)
+        output = message_to_content(self._message)  # a Plain, of a kind it knows
+        kind = combined_kind(kind, output.kind) if type(output) is Plain else NOT_PLAIN
+        return Extra({**content, "output": output}, {}, None, PLAIN, kind)

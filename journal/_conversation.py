@@ -30,6 +30,7 @@ from journal._edits import (
     settle_step,
     state_ids,
 )
+from journal._kinds import scalars_kind
 from journal._logging import get_logger
 from journal._queued import Lazy
 from journal._run_state import Node, RunState
@@ -252,7 +253,8 @@ class Conversation:
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id
         content = Lazy(self._contents.message, (self.thread_id, message, in_state))
-        self._sink.emit(run, "message", event_type, content, metadata)
+        kind = scalars_kind(caller, node.step, node.node, mid, tool_call_id)  # replacement: a bool
+        self._sink.emit(run, "message", event_type, content, metadata, kind)
 
     # -- the state's order and its edits (see journal._edits) -----------------------------
 

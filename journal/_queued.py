@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from journal.encoding import NOT_PLAIN
+
 __all__ = ["SKIP", "Extra", "Later", "Lazy", "Pending"]
 
 
@@ -23,6 +25,9 @@ class Pending(NamedTuple):
     content: Any
     metadata: dict[str, Any]
     created_us: int
+    #: The :func:`journal.encoding.plain_kind` of ``metadata`` where the callback path knows
+    #: it by construction (:mod:`journal._kinds`), else ``NOT_PLAIN``: the writer walks it.
+    metadata_kind: int
 
 
 class Lazy(NamedTuple):
@@ -46,6 +51,10 @@ class Extra(NamedTuple):
     content: Any
     metadata: dict[str, Any]
     text: str | None = None
+    #: The ``plain_kind`` of ``metadata`` when the builder knows it, else ``NOT_PLAIN``.
+    metadata_kind: int = NOT_PLAIN
+    #: The ``plain_kind`` of ``content`` when the builder knows it, else ``NOT_PLAIN``.
+    content_kind: int = NOT_PLAIN
 
 
 #: What a :class:`Lazy` returns when, on reflection, there is nothing to write.

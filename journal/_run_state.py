@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from journal._capture import add_usage
+from journal._kinds import scalars_kind, span_kind
 from journal.catalog import PARENT_SPAN_KEY
+from journal.encoding import NOT_PLAIN, PLAIN
 
 __all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for"]
 
@@ -114,6 +116,31 @@ class Node:
     ended: bool = False  # a node of the root graph that has ended
     # outputs of model calls made in this node of the root graph, waiting for it to end
     outputs: list[Any] | None = None
+    kind: int = -1  # the plain kind of its attribution values, once known (see below)
+
+    def attribution_kind(self) -> int:
+        """The ``plain_kind`` hint of its attribution values (``caller``, step, node and
+        spans: :func:`journal._kinds.scalars_kind`), worked out once per run."""
+        kind = self.kind
+        if kind < 0:
+            kind = self.kind = scalars_kind(
+                self.caller, self.step, self.node, self.parent_span, self.span
+            )
+        return kind
+
+    def event_kind(self, *values: Any, span: float | None = None, kind: int = PLAIN) -> int:
+        """The ``plain_kind`` hint of metadata of this run's events made of its attribution,
+        ``values`` (read by :func:`journal._kinds.scalars_kind`), the call's ``span`` (ms)
+        and parts of kind ``kind``; ``NOT_PLAIN`` when one of them is not known."""
+        attribution = self.kind  # (the callback path: as few calls as it can)
+        if attribution < 0:
+            attribution = self.attribution_kind()
+        if not (attribution and kind and scalars_kind(*values)):
+            return NOT_PLAIN
+        if span is None:  # the attribution and the values are PLAIN
+            return kind
+        spent = span_kind(span)
+        return spent and max(kind, spent)
 
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""

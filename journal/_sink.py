@@ -16,6 +16,7 @@ from journal._logging import get_logger
 from journal._queued import Pending
 from journal._run_state import RunState, SpinLock
 from journal._writer import Writer
+from journal.encoding import NOT_PLAIN
 
 __all__ = ["EventSink"]
 
@@ -48,14 +49,19 @@ class EventSink:
         event_type: str,
         content: Any,
         metadata: dict[str, Any],
+        metadata_kind: int = NOT_PLAIN,
     ) -> None:
-        """Queue one event of ``run``, stamped now (later than every event queued before)."""
+        """Queue one event of ``run``, stamped now (later than every event queued before).
+
+        ``metadata_kind``: the ``plain_kind`` of ``metadata`` when the caller built it of
+        values it knows (:func:`journal._kinds.scalars_kind`), else ``NOT_PLAIN``."""
         now = time.time_ns() // 1000
         if now <= self._last_us:
             now = self._last_us + 1
         self._last_us = now
         # tuple.__new__: a named tuple's own constructor is a Python-level call
-        item = (run.thread_id, run.run_id, category, event_type, content, metadata, now)
+        item = (run.thread_id, run.run_id, category, event_type, content, metadata, now,
+                metadata_kind)  # fmt: skip
         pending = _new(Pending, item)
         if self._writer.put(pending):
             return

@@ -38,6 +38,7 @@ from journal.catalog import (
     SUMMARIZE_EVENT_TYPE,
     sanitize_tag,
 )
+from journal.encoding import PLAIN, plain_kind
 from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 
 __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
@@ -190,9 +191,12 @@ class RunTracker:
                 "lc_source": metadata.get("lc_source"),
                 "tags": tags,
             }
+            # message_count: a length; llm_run_id: the span; parameters: the caller's own
+            params_kind = plain_kind(parameters) if parameters else PLAIN
+            kind = node.event_kind(model, event_md["lc_source"], *tags, kind=params_kind)
             args = (node.run.thread_id, str(node.caller), node.span, prompt)
             content = Lazy(self._contents.model_call, args)
-            self._sink.emit(node.run, "trace", "llm.start", content, event_md)
+            self._sink.emit(node.run, "trace", "llm.start", content, event_md, kind)
 
     def model_ended(self, run_id: UUID, response: cap.ModelResponse) -> None:
         """A model call answered: ``llm.end`` with usage under the model the response names,
@@ -210,6 +214,8 @@ class RunTracker:
             metadata.update(
                 model=model, request_model=requested, usage=response.usage, llm_run_id=node.span
             )
+            # usage: ints below 2**54 under fixed keys (cap.model_response), plain by making
+            kind = node.event_kind(model, requested, span=metadata["latency_ms"])
             message = response.message
             content: Any = {
                 "message_id": getattr(message, "id", None),
@@ -224,7 +230,7 @@ class RunTracker:
                     holder.outputs = [content]
                 else:
                     holder.outputs.append(content)
-            self._sink.emit(node.run, "trace", "llm.end", content, metadata)
+            self._sink.emit(node.run, "trace", "llm.end", content, metadata, kind)
 
     def model_failed(self, run_id: UUID, error: BaseException) -> None:
         """A model call failed: ``llm.error`` (the run's ``run.error`` comes from the root)."""
@@ -233,7 +239,9 @@ class RunTracker:
             if done is not None:
                 node, metadata = done
                 metadata.update(model=node.model, llm_run_id=node.span)
-                self._sink.emit(node.run, "trace", "llm.error", cap.error_summary(error), metadata)
+                kind = node.event_kind(node.model, span=metadata["latency_ms"])
+                content = cap.error_summary(error)
+                self._sink.emit(node.run, "trace", "llm.error", content, metadata, kind)
 
     def tool_started(
         self,
@@ -258,7 +266,9 @@ class RunTracker:
                 "tool_call_id": call_id,
                 "tool_run_id": node.span,
             }
-            self._sink.emit(node.run, "trace", "tool.start", {"name": name, "args": args}, event_md)
+            kind = node.event_kind(call_id)
+            content = {"name": name, "args": args}
+            self._sink.emit(node.run, "trace", "tool.start", content, event_md, kind)
 
     def tool_ended(self, run_id: UUID, output: Any) -> None:
         """A tool call returned: ``tool.end`` (the result message comes from its node)."""
@@ -266,8 +276,9 @@ class RunTracker:
             done = self._runs.done(run_id, "duration_ms")
             if done is not None:
                 node, metadata = done
-                content = Lazy(cap.tool_end_content, (node.name, output))
-                self._sink.emit(node.run, "trace", "tool.end", content, metadata)
+                content = Lazy(Contents.tool_end, (node.name, output))
+                kind = node.event_kind(node.tool_call_id, span=metadata["duration_ms"])
+                self._sink.emit(node.run, "trace", "tool.end", content, metadata, kind)
 
     def tool_failed(self, run_id: UUID, error: BaseException) -> None:
         """A tool call raised: ``tool.error`` with its duration and the error."""
@@ -276,7 +287,8 @@ class RunTracker:
             if done is not None:
                 node, metadata = done
                 content = {"name": node.name, **cap.error_summary(error)}
-                self._sink.emit(node.run, "trace", "tool.error", content, metadata)
+                kind = node.event_kind(node.tool_call_id, span=metadata["duration_ms"])
+                self._sink.emit(node.run, "trace", "tool.error", content, metadata, kind)
 
     def other_started(
         self, run_id: UUID, parent_id: UUID | None, name: str, metadata: dict[str, Any] | None

@@ -38,29 +38,20 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from journal._batch import Hint, KnownEvents
+from journal._batch import KnownEvents
+from journal._builder import BatchBuilder
 from journal._delivery import Delivery
 from journal._logging import get_logger
-from journal._queued import SKIP, Extra, Later, Lazy, Pending
-from journal.encoding import jsonable_with_kind
-from journal.events import (
-    CATEGORIES,
-    NewEvent,
-    construct,
-    new_event_id,
-    validate_event_type,
-    validate_id,
-)
+from journal._queued import Later, Pending
+from journal.events import NewEvent
 from journal.spool import Spool
 from journal.store import RunEventStore
 
 __all__ = ["SETTLE_LIMIT", "Writer"]
 
 _log = get_logger(__name__)
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 #: Seconds the writer waits for a :class:`Later` content to be settled before building it.
@@ -80,7 +71,6 @@ class _Control:
 DropHandler = Callable[[str, int], None]
 #: Seconds :meth:`Writer.close` (and the exit hook) waits for the store before spooling the rest.
 DEFAULT_CLOSE_TIMEOUT: Final = 5.0
-_GOOD_IDS_MAX: Final = 4096  # thread and run ids checked already (bounded)
 
 
 def _close_at_exit(ref: weakref.ref[Writer]) -> None:
@@ -128,8 +118,7 @@ class Writer:
         self._state = threading.Lock()
         self._abandoned = False
         self._in_flight: list[NewEvent] = []
-        self._good_ids: set[str] = set()  # writer thread only (and _abandon, under _state)
-        self._good_types: set[tuple[str, str]] = set()
+        self._builder = BatchBuilder(self._dropped)  # writer thread (and _abandon, under _state)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting_since: float | None = None  # the writer waits for a Later to settle
@@ -332,80 +321,8 @@ class Writer:
             control.done.set()
 
     def _build(self, batch: list[Pending]) -> KnownEvents:
-        """Turn queued items into the store's events, with their final ``event_id``.
-
-        Each event is checked once, here (ids per distinct id, the event type per distinct
-        pair, content and metadata made plain JSON when they are not), and handed to the
-        store as :class:`KnownEvents` with what is known of its content and metadata (the
-        canonical text of a message, encoded for its digest; else their kinds), so that the
-        store's ``prepare`` neither validates, walks nor encodes them again. Content that is
-        not plain JSON (a tool's odd object) is encoded by the rules here, as ``prepare``
-        would. An item that fails the checks is dropped (counted, logged), as the store's
-        one-by-one retry would drop it.
-        """
-        events = KnownEvents(handed_over=True)
-        for p in batch:
-            content = p.content
-            metadata = p.metadata
-            text: str | None = None
-            if type(content) is Lazy or isinstance(content, Later):
-                try:
-                    if isinstance(content, Later):
-                        content = content.build()
-                    else:
-                        content = content.func(*content.args)
-                except Exception:  # a broken object must not stop the writer
-                    _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
-                    self._dropped(p.run_id, 1)
-                    continue
-                if content is SKIP:
-                    continue
-                if type(content) is Extra:
-                    metadata = {**metadata, **content.metadata}
-                    content, text = content.content, content.text
-            content_hint: Hint
-            try:
-                self._check(p)
-                if text is None:
-                    content, content_hint = jsonable_with_kind(content)
-                else:  # a message, encoded for its digest: its text is the store's text
-                    content, content_hint = dict(content), text
-                metadata, metadata_hint = jsonable_with_kind(metadata)
-                if type(metadata) is not dict:
-                    raise TypeError("metadata must be a mapping")
-            except (ValueError, TypeError):
-                _log.warning("journal_event_rejected", run_id=p.run_id, event_type=p.event_type,
-                             count=1)  # fmt: skip
-                self._dropped(p.run_id, 1)
-                continue
-            values = {
-                "event_id": new_event_id(),
-                "thread_id": p.thread_id,
-                "run_id": p.run_id,
-                "category": p.category,
-                "event_type": p.event_type,
-                "content": content,
-                "metadata": metadata,
-                "created_at": _EPOCH + timedelta(microseconds=p.created_us),
-            }
-            events.add(construct(NewEvent, values), content_hint, metadata_hint)
-        return events
-
-    def _check(self, p: Pending) -> None:
-        """Raise ``ValueError`` unless ``p``'s ids and event type are valid (each distinct id
-        and pair is checked once; the event id and ``created_at`` are valid by construction)."""
-        good = self._good_ids
-        if p.thread_id not in good or p.run_id not in good:
-            if len(good) >= _GOOD_IDS_MAX:
-                good.clear()
-            good.add(validate_id(p.thread_id, "thread_id"))
-            good.add(validate_id(p.run_id, "run_id"))
-        pair = (p.category, p.event_type)
-        if pair not in self._good_types:
-            if p.category not in CATEGORIES:
-                raise ValueError(f"category {p.category!r} is unknown")
-            validate_event_type(p.category, p.event_type)
-            self._good_types.add(pair)
+        """The store's events of ``batch`` (see :meth:`journal._builder.BatchBuilder.build`)."""
+        return self._builder.build(batch)
 
     def _dropped(self, run_id: str, count: int) -> None:
         if self.on_drop is not None:

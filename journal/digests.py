@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from journal.encoding import dumps_plain
+from journal._kinds import scalars_kind
+from journal.encoding import NOT_PLAIN, Plain, dumps_plain
 
 if TYPE_CHECKING:  # reading digests must not load LangChain
     from langchain_core.messages import BaseMessage
@@ -42,6 +43,7 @@ __all__ = [
     "content_digest",
     "expand_record",
     "message_digest",
+    "record_kind",
     "stored_digest",
 ]
 
@@ -187,6 +189,16 @@ def expand_record(record: dict[str, Any], earlier: Mapping[str, list[Entry]]) ->
     if previous is None or not isinstance(keep, int) or not 0 <= keep <= len(previous):
         return None
     return [*previous[:keep], *own]
+
+
+def record_kind(record: dict[str, Any]) -> int:
+    """The :func:`journal.encoding.plain_kind` of a record :meth:`ContextIndex.call_record`
+    made, from what is not plain by making: the message ids, the base, the inlined messages
+    (``message_to_content``'s, each of a known kind). Digests, keys and ``keep`` are plain."""
+    kinds = [scalars_kind(record.get("base"), *[entry["id"] for entry in record["messages"]])]
+    for content in record["inline"].values():
+        kinds.append(content.kind if type(content) is Plain else NOT_PLAIN)
+    return min(kinds) and max(kinds)
 
 
 class ContextIndex:

@@ -1,0 +1,132 @@
+"""How the journal's writer thread turns queued items into the store's events.
+
+:class:`BatchBuilder` is the building half of :class:`journal._writer.Writer` (writer thread
+only, and ``Writer``'s close under its lock): it computes each item's content (a
+:class:`journal._queued.Lazy` or a settled :class:`journal._queued.Later`), checks the event
+once, gives it its final ``event_id`` (a batch's ids made at once:
+:func:`journal._event_ids.event_ids`) and hands the batch over as
+:class:`journal._batch.KnownEvents` with what is known of each content and metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from journal._batch import Hint, KnownEvents
+from journal._event_ids import event_ids
+from journal._kinds import combined_kind
+from journal._logging import get_logger
+from journal._queued import SKIP, Extra, Later, Lazy, Pending
+from journal.encoding import NOT_PLAIN, jsonable_with_kind
+from journal.events import CATEGORIES, NewEvent, construct, validate_event_type, validate_id
+
+__all__ = ["BatchBuilder"]
+
+_log = get_logger(__name__)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_GOOD_IDS_MAX: Final = 4096  # thread and run ids checked already (bounded)
+
+
+class BatchBuilder:
+    """Builds the store's events of queued items; reports what it drops to ``dropped``."""
+
+    __slots__ = ("_dropped", "_good_ids", "_good_types")
+
+    def __init__(self, dropped: Callable[[str, int], None]) -> None:
+        self._dropped = dropped
+        self._good_ids: set[str] = set()
+        self._good_types: set[tuple[str, str]] = set()
+
+    def build(self, batch: list[Pending]) -> KnownEvents:
+        """Turn queued items into the store's events, with their final ``event_id``.
+
+        Each event is checked once, here (ids per distinct id, the event type per distinct
+        pair, content and metadata made plain JSON when they are not), and handed to the
+        store as :class:`KnownEvents` with what is known of its content and metadata (the
+        canonical text of a message, encoded for its digest; else their kinds: known by
+        construction where the journal made them, :mod:`journal._kinds`, else found by a
+        walk), so that the store's ``prepare`` neither validates, walks nor encodes them
+        again. Content that is not plain JSON (a tool's odd object) is encoded by the rules
+        here, as ``prepare`` would. An item that fails the checks is dropped (counted,
+        logged), as the store's one-by-one retry would drop it.
+        """
+        events = KnownEvents(handed_over=True)
+        add = events.add
+        good_ids, good_types = self._good_ids, self._good_types
+        ids = iter(event_ids(len(batch)))  # one per item (a skipped item leaves one unused)
+        for p in batch:
+            content = p.content
+            metadata = p.metadata
+            metadata_kind = p.metadata_kind  # NOT_PLAIN: not known
+            content_kind = NOT_PLAIN
+            text: str | None = None
+            kind = type(content)
+            if kind is Lazy or (kind is not dict and isinstance(content, Later)):
+                try:
+                    content = content.func(*content.args) if kind is Lazy else content.build()
+                except Exception:  # a broken object must not stop the writer
+                    _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
+                    self._dropped(p.run_id, 1)
+                    continue
+                if content is SKIP:
+                    continue
+                if type(content) is Extra:
+                    if content.metadata:
+                        metadata = {**metadata, **content.metadata}
+                        metadata_kind = combined_kind(metadata_kind, content.metadata_kind)
+                    content_kind = content.content_kind
+                    content, text = content.content, content.text
+            content_hint: Hint
+            metadata_hint: Hint = metadata_kind
+            try:
+                if (
+                    p.thread_id not in good_ids
+                    or p.run_id not in good_ids
+                    or (p.category, p.event_type) not in good_types
+                ):
+                    self._check(p)
+                if content_kind:  # made by the writer of plain values, of that kind
+                    content_hint = content_kind
+                elif text is None:
+                    content, content_hint = jsonable_with_kind(content)
+                else:  # a message, encoded for its digest: its text is the store's text
+                    content, content_hint = dict(content), text
+                if not metadata_kind:  # else the journal's own, of that kind by making
+                    metadata, metadata_hint = jsonable_with_kind(metadata)
+                    if type(metadata) is not dict:
+                        raise TypeError("metadata must be a mapping")
+            except (ValueError, TypeError):
+                _log.warning("journal_event_rejected", run_id=p.run_id, event_type=p.event_type,
+                             count=1)  # fmt: skip
+                self._dropped(p.run_id, 1)
+                continue
+            values = {
+                "event_id": next(ids),
+                "thread_id": p.thread_id,
+                "run_id": p.run_id,
+                "category": p.category,
+                "event_type": p.event_type,
+                "content": content,
+                "metadata": metadata,
+                "created_at": _EPOCH + timedelta(microseconds=p.created_us),
+            }
+            add(construct(NewEvent, values), content_hint, metadata_hint)
+        return events
+
+    def _check(self, p: Pending) -> None:
+        """Raise ``ValueError`` unless ``p``'s ids and event type are valid (each distinct id
+        and pair is checked once; the event id and ``created_at`` are valid by construction)."""
+        good = self._good_ids
+        if p.thread_id not in good or p.run_id not in good:
+            if len(good) >= _GOOD_IDS_MAX:
+                good.clear()
+            good.add(validate_id(p.thread_id, "thread_id"))
+            good.add(validate_id(p.run_id, "run_id"))
+        pair = (p.category, p.event_type)
+        if pair not in self._good_types:
+            if p.category not in CATEGORIES:
+                raise ValueError(f"category {p.category!r} is unknown")
+            validate_event_type(p.category, p.event_type)
+            self._good_types.add(pair)
