@@ -3,8 +3,8 @@
 :class:`BatchBuilder` is the building half of :class:`journal._writer.Writer` (writer thread
 only, and ``Writer``'s close under its lock): it computes each item's content (a
 :class:`journal._queued.Lazy` or a settled :class:`journal._queued.Later`), checks the event
-once, gives it its final ``event_id`` (a batch's ids made at once:
-:func:`journal._event_ids.event_ids`) and hands the batch over as
+once, gives it its final ``event_id`` (:func:`journal.events.new_event_id`, a millisecond's
+ids in sequence) and hands the batch over as
 :class:`journal._batch.KnownEvents` with what is known of each content and metadata.
 """
 
@@ -15,12 +15,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from journal._batch import Hint, KnownEvents
-from journal._event_ids import event_ids
 from journal._kinds import combined_kind
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
 from journal.encoding import NOT_PLAIN, jsonable_with_kind
-from journal.events import CATEGORIES, NewEvent, construct, validate_event_type, validate_id
+from journal.events import (
+    CATEGORIES,
+    NewEvent,
+    construct,
+    new_event_id,
+    validate_event_type,
+    validate_id,
+)
 
 __all__ = ["BatchBuilder"]
 
@@ -55,7 +61,6 @@ class BatchBuilder:
         events = KnownEvents(handed_over=True)
         add = events.add
         good_ids, good_types = self._good_ids, self._good_types
-        ids = iter(event_ids(len(batch)))  # one per item (a skipped item leaves one unused)
         for p in batch:
             content = p.content
             metadata = p.metadata
@@ -103,7 +108,7 @@ class BatchBuilder:
                 self._dropped(p.run_id, 1)
                 continue
             values = {
-                "event_id": next(ids),
+                "event_id": new_event_id(),
                 "thread_id": p.thread_id,
                 "run_id": p.run_id,
                 "category": p.category,

@@ -62,8 +62,9 @@ def new_event_id() -> str:
     at its end instead of at random places. Within a millisecond an OS thread's ids follow one
     another (RFC 9562's "monotonic random", method 2): the first one's 74 bits after the time
     and version are random, each next one adds a random 1..65536 to its low 48 bits, so ids stay
-    unique across threads and processes (each has its own random start) and unguessable, and
-    the text of a new id is only its last group (the rest is the millisecond's).
+    unique across threads and processes (each has its own random start), and the text of a new
+    id is only its last group (the rest is the millisecond's). An id is an idempotency key, not
+    a secret: the next id of a thread lies within 2**16 of the last one.
     """
     ms = time.time_ns() // 1_000_000
     sequence = _sequence

@@ -1,5 +1,5 @@
 """Library-made event ids as a millisecond's sequence (RFC 9562 "monotonic random"): unique
-across OS threads that make them at once, strictly increasing within a thread, unguessable
+across OS threads that make them at once, strictly increasing within a thread, by random
 steps."""
 
 from __future__ import annotations
