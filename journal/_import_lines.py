@@ -35,13 +35,7 @@ import orjson
 from journal._batch import Hint
 from journal._sqlite_rows import to_micros
 from journal.encoding import MAX_DEPTH, PLAIN_NUMBERS, same_float_text
-from journal.events import (
-    CATEGORIES,
-    MAX_ID_LENGTH,
-    RunEvent,
-    construct,
-    validate_event_type,
-)
+from journal.events import _TYPE_CATEGORY, MAX_ID_LENGTH, RunEvent, _usual_type, construct
 
 __all__ = ["EXPORTED_TIME", "exported_line", "exported_row"]
 
@@ -58,7 +52,6 @@ _SHALLOW_CHARS: Final = 2 * _DEEP
 _USUAL_TIME_CHARS: Final = len("2026-01-02T03:04:05.678901Z")
 
 # Remembered once checked (each bounded: cleared when full, as open families take any tag)
-_type_categories: dict[str, str] = {}  # event type -> its category, for valid pairs
 _plain_ids: dict[str, None] = {}  # thread and run ids
 _second_micros: dict[str, int] = {}  # a time stamp's first 19 characters -> µs of that second
 _REMEMBERED_MAX: Final = 4096
@@ -89,21 +82,6 @@ def _new_id(value: str) -> bool:
     if len(_plain_ids) >= _REMEMBERED_MAX:
         _plain_ids.clear()
     _plain_ids[value] = None
-    return True
-
-
-def _new_type(category: str, event_type: str) -> bool:
-    """Whether the pair is a valid category and event type of the catalog (remembered when
-    it is: an event type belongs to one category only)."""
-    if category not in CATEGORIES:
-        return False
-    try:
-        validate_event_type(category, event_type)
-    except ValueError:
-        return False
-    if len(_type_categories) >= _REMEMBERED_MAX:
-        _type_categories.clear()
-    _type_categories[event_type] = category
     return True
 
 
@@ -245,7 +223,7 @@ def exported_row(
     micros = _micros(at)
     if not (  # the ids and types seen before are remembered
         micros is not None
-        and (_type_categories.get(event_type) == category or _new_type(category, event_type))
+        and (_TYPE_CATEGORY.get(event_type) == category or _usual_type(category, event_type))
         and _plain_id(event_id)
         and (thread_id in _plain_ids or _new_id(thread_id))
         and (run_id in _plain_ids or _new_id(run_id))
