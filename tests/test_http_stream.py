@@ -74,14 +74,18 @@ async def _read(
     params: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     first_event: asyncio.Event | None = None,
+    opened: asyncio.Event | None = None,
 ) -> list[dict[str, str]]:
-    """The stream's messages until it ends; ``first_event`` is set once an event arrived."""
+    """The stream's messages until it ends; ``first_event`` is set once an event arrived,
+    ``opened`` once the response began (the stream's resume point is fixed by then)."""
     async with (
         httpx.AsyncClient(base_url=url, timeout=20) as client,
         client.stream("GET", "/api/threads/t/stream", params=params, headers=headers) as response,
     ):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
+        if opened is not None:
+            opened.set()
         messages = []
         async for message in sse_messages(response):
             messages.append(message)
@@ -142,13 +146,14 @@ async def test_stream_starts_at_now_by_default_or_at_after_seq(
 ) -> None:
     """Without a resume point only new events come; ``after_seq`` replays from a seq."""
     store.append([_event("t", n) for n in range(1, 4)])
+    opened = asyncio.Event()
 
-    async def later() -> None:
-        await asyncio.sleep(0.3)
+    async def later() -> None:  # once "now" is fixed, however slow the server is to get there
+        await opened.wait()
         await store.aappend([_event("t", 99)])
 
     task = asyncio.create_task(later())
-    fresh = await _read(base_url, {"max_events": 1, "timeout": 10})
+    fresh = await _read(base_url, {"max_events": 1, "timeout": 10}, opened=opened)
     await task
     assert [m["id"] for m in fresh if "id" in m] == ["5"]
     replay = await _read(base_url, {"after_seq": 2, "max_events": 3})
@@ -224,8 +229,9 @@ async def test_server_shutdown_ends_open_streams_promptly(store: RunEventStore) 
     """Stopping the server closes an endless stream at once instead of waiting for it."""
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(serve_in_thread(create_app(store, stream_settings=FAST)))
-        reader = asyncio.create_task(_read(url, {"after_seq": 0}))
-        await asyncio.sleep(0.3)
+        streamed = asyncio.Event()
+        reader = asyncio.create_task(_read(url, {"after_seq": 0}, first_event=streamed))
+        await asyncio.wait_for(streamed.wait(), timeout=10)  # it sent seq 1 and waits for more
         started = time.monotonic()
         await asyncio.to_thread(stack.close)
         assert time.monotonic() - started < 3

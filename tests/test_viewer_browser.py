@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -115,17 +115,44 @@ def _shown_seqs(page: Any) -> list[int]:
     ]
 
 
-def _scroll_back_until(page: Any, count: int) -> None:
+def after_frames(page: Any, count: int = 2) -> None:
+    """Return once the page rendered ``count`` frames (its intersection observers ran)."""
+    page.evaluate(
+        "count => new Promise(done => {"
+        " const step = left => left ? requestAnimationFrame(() => step(left - 1)) : done();"
+        " step(count); })",
+        count,
+    )
+
+
+def scroll_until(page: Any, done: Callable[[], bool], *, to_top: bool, goal: str) -> None:
+    """Scroll to the top (or the bottom) as a reader does until ``done()``: first all the way
+    to the other end, then back, a rendered frame apart each time, so the load control leaves
+    the screen and comes back whatever the header's height (an observer reports only changes).
+    """
     deadline = time.monotonic() + 30  # a loaded machine takes longer per page, not forever
     while time.monotonic() < deadline:
-        if len(_shown_seqs(page)) >= count:
+        if done():
             return
-        # as a reader does: down a little, then to the top (the observer reports changes)
-        page.evaluate("window.scrollTo(0, 400)")
-        page.wait_for_timeout(50)
-        page.evaluate("window.scrollTo(0, 0)")
-        page.wait_for_timeout(150)
-    raise AssertionError(f"scrolling back showed {len(_shown_seqs(page))} items, not {count}")
+        for bottom in (to_top, not to_top):  # away, then to the end
+            page.evaluate(
+                "bottom => window.scrollTo(0, bottom ? document.scrollingElement.scrollHeight : 0)",
+                bottom,
+            )
+            after_frames(page)
+        page.wait_for_timeout(100)
+    notice = page.locator(".notice.error:not([hidden])").all_inner_texts()
+    shown = len(_shown_seqs(page))
+    raise AssertionError(f"scrolling did not reach {goal}: {shown} items shown; notices: {notice}")
+
+
+def _scroll_back_until(page: Any, count: int) -> None:
+    scroll_until(
+        page,
+        lambda: len(_shown_seqs(page)) >= count,
+        to_top=True,
+        goal=f"{count} items",
+    )
 
 
 def test_thread_page_shows_pages_marker_and_inert_markup(

@@ -19,7 +19,7 @@ from history.server.run import serve_in_thread
 from journal import MemoryEventStore
 from journal.testing import ev
 from tests.http_data import XSS
-from tests.test_viewer_browser import ARTIFACTS, chromium, recording_page
+from tests.test_viewer_browser import ARTIFACTS, chromium, recording_page, scroll_until
 from tests.test_viewer_scenario import (
     AGENT_MODEL,
     MARKUP_TOOL,
@@ -391,18 +391,9 @@ def test_a_deep_link_to_an_old_seq_opens_there_and_pages_both_ways(
     page.goto(f"{served.url}/threads/{rich.thread_id}?limit=4#seq-{target}")
     page.wait_for_selector(f'.item.target[data-seq="{target}"]')
     assert page.locator(".load-newer").is_visible()
-    for control, to in (
-        (".load-newer", "document.scrollingElement.scrollHeight"),
-        (".load-older", "0"),
-    ):
-        for _ in range(40):  # as a reader does: away a little, then to the end
-            if page.locator(control).is_hidden():
-                break
-            page.evaluate(f"window.scrollTo(0, {to} ? {to} - 400 : 400)")
-            page.wait_for_timeout(50)
-            page.evaluate(f"window.scrollTo(0, {to})")
-            page.wait_for_timeout(150)
-        assert page.locator(control).is_hidden(), control
+    for control, to_top in ((".load-newer", False), (".load-older", True)):
+        hidden = page.locator(control).is_hidden
+        scroll_until(page, hidden, to_top=to_top, goal=f"{control} hidden")
     shown = [
         int(s)
         for s in page.eval_on_selector_all(
