@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +25,13 @@ from typing import Self
 
 import psycopg
 
-__all__ = ["PG_BIN", "PostgresServer", "PostgresServerError", "fresh_database_url"]
+__all__ = [
+    "PG_BIN",
+    "PostgresServer",
+    "PostgresServerError",
+    "fresh_database_url",
+    "wait_for_lock_waiters",
+]
 
 PG_BIN = Path(os.environ.get("RUNJOURNAL_PG_BIN", "/usr/lib/postgresql/15/bin"))
 _START_TIMEOUT = 30
@@ -160,3 +167,24 @@ def fresh_database_url(url: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # a generated name: no injection possible
     return url.rsplit("/", 1)[0] + "/" + name
+
+
+def wait_for_lock_waiters(url: str, count: int = 1, timeout: float = 60) -> None:
+    """Return once ``count`` sessions of the database of ``url`` wait on a lock.
+
+    A test that needs a writer blocked on a lock waits for it here, not for a fixed sleep
+    that a loaded machine can outlast.
+    """
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone()
+            waiting = row[0] if row else 0
+            if waiting >= count:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{waiting} sessions wait on a lock, not {count}")
+            time.sleep(0.01)

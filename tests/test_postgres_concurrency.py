@@ -20,6 +20,7 @@ import pytest
 import journal._postgres_ops
 from journal import NewEvent, RunEvent
 from journal.postgres import PostgresEventStore
+from tests.postgres_server import wait_for_lock_waiters
 
 pytestmark = pytest.mark.postgres
 
@@ -146,7 +147,7 @@ def test_writer_killed_mid_batch_leaves_no_partial_batch(
     others = [
         _start(ctx, write_batches, postgres_db_url, "shared", f"s{n}", 10, BATCH) for n in range(3)
     ]
-    time.sleep(0.2)  # the others now wait on the doomed writer's head-row lock
+    wait_for_lock_waiters(postgres_db_url, 3)  # the others wait on the doomed writer's lock
     assert doomed.pid is not None
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.join(timeout=30)

@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,12 @@ from journal.postgres import PostgresEventStore
 from journal.store import RunEventStore as _Store
 from journal.testing import ProcessContract, StoreContract, ev, many, seqs
 from tests.logs import capture_logs
-from tests.postgres_server import PostgresServer, _free_port, fresh_database_url
+from tests.postgres_server import (
+    PostgresServer,
+    _free_port,
+    fresh_database_url,
+    wait_for_lock_waiters,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -205,7 +209,7 @@ def test_racing_duplicate_event_id_returns_the_winner(
         with capture_logs() as logs:
             loser = threading.Thread(target=lambda: results.append(pg.append([event])))
             loser.start()
-            time.sleep(0.3)  # let the loser block on the winner's locks
+            wait_for_lock_waiters(postgres_db_url)  # the loser blocks on the winner's locks
             winner.commit()
             loser.join(timeout=30)
     assert results == [won]
@@ -298,7 +302,7 @@ async def test_cancelled_aappend_stores_nothing_and_leaves_no_gap(
     with psycopg.connect(postgres_db_url) as blocker:
         blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't2' FOR UPDATE")
         task = asyncio.create_task(pg.aappend([*many(3, thread_id="t1"), *many(3, thread_id="t2")]))
-        await asyncio.sleep(0.3)  # t1 is written, t2 waits on the lock
+        await asyncio.to_thread(wait_for_lock_waiters, postgres_db_url)  # t1 written, t2 waits
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -314,7 +318,7 @@ async def test_close_lets_a_running_aappend_finish(postgres_db_url: str) -> None
     with psycopg.connect(postgres_db_url) as blocker:
         blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't1' FOR UPDATE")
         task = asyncio.create_task(store.aappend(many(1)))
-        await asyncio.sleep(0.3)
+        await asyncio.to_thread(wait_for_lock_waiters, postgres_db_url)
         closing = asyncio.create_task(asyncio.to_thread(store.close))
         await asyncio.sleep(0.3)
         blocker.rollback()
@@ -334,7 +338,7 @@ async def test_close_cancels_an_aappend_stuck_past_the_grace_period(
     with psycopg.connect(postgres_db_url) as blocker:
         blocker.execute("SELECT 1 FROM runjournal_thread_heads WHERE thread_id = 't1' FOR UPDATE")
         task = asyncio.create_task(store.aappend(many(1)))
-        await asyncio.sleep(0.3)
+        await asyncio.to_thread(wait_for_lock_waiters, postgres_db_url)
         await asyncio.wait_for(asyncio.to_thread(store.close), 10)
         with pytest.raises(StoreClosedError):
             await asyncio.wait_for(task, 10)
