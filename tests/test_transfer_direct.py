@@ -221,3 +221,64 @@ def test_a_time_stamp_read_twice_gives_its_microseconds_or_nothing(at: Any) -> N
     assert _micros(at) == want
     assert _micros(at) == want  # its second remembered now
     assert _micros(at[:20] + "\uff11\uff12\uff13\uff14\uff15\uff16Z") is None  # not ASCII
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "own"])
+@pytest.mark.parametrize("bad_at", [0, 4, 9, 12])
+def test_a_bad_line_is_raised_after_the_batches_before_it_are_stored(
+    tmp_path: Path, kind: str, bad_at: int
+) -> None:
+    """The batches before a bad line are stored and counted; nothing of its own batch or
+    later is."""
+    lines = _exported(tmp_path)[:12]
+    lines.insert(bad_at, b'{"thread_id": "t1"}\n')
+    seen: list[ImportSummary] = []
+    with _store(kind, tmp_path) as store:
+        with pytest.raises(EventLineError) as raised:
+            import_events(store, lines, batch_size=4, progress=seen.append)
+        stored = bad_at // 4 * 4
+        assert raised.value.line == bad_at + 1
+        assert raised.value.imported_before == stored
+        assert [s.imported for s in seen] == list(range(4, stored + 1, 4))
+        assert [e.seq for e in store.read("t1")] == list(range(1, stored + 1))
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "own"])
+def test_an_import_stopped_by_its_progress_callback_stores_no_later_batch(
+    tmp_path: Path, kind: str
+) -> None:
+    """A progress callback that raises stops the import there: the batch it was told of is
+    stored, no later one is."""
+    lines = _exported(tmp_path)
+
+    def stop(summary: ImportSummary) -> None:
+        if summary.imported >= 6:
+            raise KeyboardInterrupt
+
+    with _store(kind, tmp_path) as store:
+        with pytest.raises(KeyboardInterrupt):
+            import_events(store, lines, batch_size=3, progress=stop)
+        assert store.last_seq("t1") == 6
+        assert import_events(store, lines) == ImportSummary(
+            imported=len(lines) - 6, already_present=6, renumbered=0
+        )
+
+
+def test_a_batch_the_store_refuses_ends_the_import_with_the_batches_before_it(
+    tmp_path: Path,
+) -> None:
+    """A store error on one batch (a trigger that refuses inserts, added under the import) is raised
+    from import_events; the batches before it stay, nothing after it is stored."""
+    lines = _exported(tmp_path)
+    path = tmp_path / "t.db"
+    with SqliteEventStore(path) as store:
+
+        def lock_after_first(summary: ImportSummary) -> None:
+            if summary.imported == 3:  # the next batch is refused
+                with sqlite3.connect(path) as conn:
+                    conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON events "
+                                 "BEGIN SELECT RAISE(ABORT, 'refused'); END")  # fmt: skip
+
+        with pytest.raises(Exception, match="refused"):
+            import_events(store, lines, batch_size=3, progress=lock_after_first)
+        assert [e.seq for e in store.read("t1")] == [1, 2, 3]
