@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from journal import MemoryEventStore, SqliteEventStore
 from journal._batch import Hint
-from journal._import_lines import exported_line
-from journal.encoding import dumps, dumps_plain, encode_plain
+from journal._import_lines import _hint, exported_line
+from journal.encoding import PLAIN_NUMBERS, dumps, dumps_plain, encode_plain, same_float_text
 from journal.events import NewEvent, RunEvent
 from journal.transfer import (
     EventLineError,
@@ -369,3 +369,43 @@ def test_a_line_over_the_targets_cap_is_cut_as_an_append_cuts_it(tmp_path: Path)
         assert got.metadata.get("truncated") is True
         assert got == want
     assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
+
+
+def _own_float_anywhere(value: Any) -> bool:
+    """Whether ``value`` holds a float that orjson writes otherwise than the rules."""
+    if type(value) is float:
+        return not same_float_text(value)
+    if type(value) is dict:
+        return any(_own_float_anywhere(item) for item in value.values())
+    if type(value) is list:
+        return any(_own_float_anywhere(item) for item in value)
+    return False
+
+
+_small_or_big = st.sampled_from([1e-07, -3e-05, 9.99e-05, 1.5e-05, 5e-324, 2.0**63, -1e19, 1e300])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    value=st.recursive(
+        _values | _small_or_big | st.sampled_from(["e-", ":1e-", ",0.0000", "7e+", "[1e-5"]),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.sampled_from(["a", "e-", "0.0000"]), inner, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_the_hint_of_a_text_is_the_text_unless_orjson_writes_a_float_its_own_way(
+    value: Any,
+) -> None:
+    """``_hint`` answers the text exactly when no float in it is one orjson writes its own
+    way, whatever strings hold the substrings of such floats (and then the kind)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # an int past 64 bits: not a text orjson reads back either
+        return
+    hint = _hint(value, text)
+    if hint is None:  # nested too deep for the fast path
+        return
+    assert hint == (PLAIN_NUMBERS if _own_float_anywhere(value) else text)
