@@ -230,16 +230,25 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in rates.items()}
     print(f"{total:,} events in {THREADS} threads, batches of {BATCH}, medians of {args.rounds}")
     print()
+    raw = medians["raw"]
     if args.parts:
-        print("| part | µs per event | raw / part |")
-        print("|---|---|---|")
-        for name, value in medians.items():
-            print(f"| {name} | {1e6 / value:.1f} | {value / medians['raw']:.2f} |")
+        print_table(
+            ("part", "µs per event", "raw / part"),
+            [(name, f"{1e6 / value:.1f}", value / raw) for name, value in medians.items()],
+        )
         return
-    print("| side | events/s | / raw |")
+    print_table(
+        ("side", "events/s", "/ raw"),
+        [(name, f"{value:,.0f}", value / raw) for name, value in medians.items()],
+    )
+
+
+def print_table(header: tuple[str, str, str], rows: list[tuple[str, str, float]]) -> None:
+    """A Markdown table of ``rows``: each a side, its figure (a text) and its ratio to raw."""
+    print(f"| {' | '.join(header)} |")
     print("|---|---|---|")
-    for name, value in medians.items():
-        print(f"| {name} | {value:,.0f} | {value / medians['raw']:.2f} |")
+    for name, figure, ratio in rows:
+        print(f"| {name} | {figure} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":
