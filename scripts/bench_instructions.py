@@ -14,6 +14,7 @@ Sides, on the events of ``bench_copy.py`` (its threads, one exported file each):
 
 * import: ``import_events`` of the files into a fresh SQLite store, batches of 500;
 * reading alone: the same files read into the import's batches of rows, nothing stored;
+* storing alone: those batches, read in the setup, stored (numbering, the runs fold, SQLite);
 * raw: ``executemany`` of the same rows, pre-encoded in the setup, into a fresh file of the
   store's schema (``bench_copy.raw_insert``).
 
@@ -38,7 +39,7 @@ import bench_copy as bc
 from journal.sqlite import SqliteEventStore
 from journal.transfer import _row_batches, export_events, import_events
 
-SIDES = ("import", "reading alone", "raw")
+SIDES = ("import", "reading alone", "storing alone", "raw")
 _COLLECTED = re.compile(r"Collected : (\d+)")
 _WARM_LINES = 600  # read and stored in both modes: caches and code paths warm alike
 
@@ -51,20 +52,24 @@ def child(side: str, measured: bool, root: Path) -> None:
     with SqliteEventStore(root / "warm.db") as warm, files[0].open("rb") as lines:
         import_events(warm, list(lines)[:_WARM_LINES], batch_size=bc.BATCH)
     target = root / f"target-{side.replace(' ', '-')}-{measured}.db"
-    SqliteEventStore(target).close()  # the schema is made in the setup
-    if not measured:
-        return
-    if side == "raw":
-        bc.raw_insert(target, rows)
-        return
-    with SqliteEventStore(target) as store:
-        for file in files:
+    with SqliteEventStore(target) as store:  # the schema is made in the setup
+        batches = []
+        if side == "storing alone":  # read in the setup, for a store of the same caps
+            for file in files:
+                with file.open("rb") as lines:
+                    batches += _row_batches(store, lines, bc.BATCH)
+        if measured and side == "storing alone":
+            for batch in batches:
+                store._import_rows(batch)
+        for file in files if measured and side in ("import", "reading alone") else ():
             with file.open("rb") as lines:
                 if side == "import":
                     import_events(store, lines, batch_size=bc.BATCH)
                 else:
                     for _batch in _row_batches(store, lines, bc.BATCH):
                         pass
+    if measured and side == "raw":
+        bc.raw_insert(target, rows)
 
 
 def instructions(side: str, measured: bool, root: Path) -> int:
