@@ -19,7 +19,7 @@ Sides, on the events of ``bench_copy.py`` (its threads, one exported file each):
   store's schema (``bench_copy.raw_insert``).
 
 Usage: ``PYTHONPATH=. .venv/bin/python scripts/bench_instructions.py [--events 8000]``
-(needs ``valgrind``; ~2.5 min for 8,000 events on this machine).
+(needs ``valgrind``; ~3.5 min for 8,000 events on this machine).
 """
 
 from __future__ import annotations
