@@ -134,6 +134,19 @@ def maybe_dead(conn: psycopg.Connection[Row] | psycopg.AsyncConnection[Row]) -> 
     return bool(readable)
 
 
+def identity_of_conninfo(conninfo: str) -> tuple[str, str]:
+    """The database's name and what tells it apart (host, port, name and ``options``, where
+    a ``search_path`` may choose another schema; never the password nor the role), of a URL
+    or ``key=value`` conninfo: a store's :meth:`journal.store.RunEventStore._spool_identity`."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        params = {}
+    host, port = params.get("host") or "", params.get("port") or 5432
+    db, options = params.get("dbname") or "", params.get("options") or ""
+    return str(db) or "postgresql", f"postgresql://{host}:{port}/{db} options={options}"
+
+
 def where_of_conninfo(conninfo: str) -> str:
     """``host:port/db`` of a pool's conninfo (URL or ``key=value`` form), for messages."""
     try:

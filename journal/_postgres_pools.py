@@ -24,6 +24,7 @@ from journal._logging import get_logger
 from journal._postgres_driver import (
     adrive,
     drive,
+    identity_of_conninfo,
     maybe_dead,
     retryable,
     translate,
@@ -55,6 +56,8 @@ class PostgresConnections:
         self._closing = False
         #: ``postgresql://host:port/db`` for messages (never the password).
         self.where = "postgresql://"
+        #: The database's name and place (:func:`identity_of_conninfo`).
+        self.identity = ("postgresql", "postgresql://")
 
     def open_own(self, url: str | None, min_size: int, max_size: int, first: Op[T]) -> T:
         """Build our own pools for ``url`` after running ``first`` on a direct connection."""
@@ -63,6 +66,7 @@ class PostgresConnections:
         self.where, self._kwargs = own_connection_kwargs(url, self._timeout, self._statement_ms)
         assert isinstance(url, str)
         self._url: str | None = url  # may hold a password: never logged, only where is
+        self.identity = identity_of_conninfo(url)
         self._sizes = (min_size, max_size)
         # check: a pooled connection a server restart killed is replaced before use, so
         # the first operation after a restart does not fail
@@ -92,7 +96,9 @@ class PostgresConnections:
                 f"apool= must be a psycopg_pool.AsyncConnectionPool, got {type(apool)!r}"
             )
         self._url = None
-        self.where = where_of_conninfo(pool.conninfo if isinstance(pool.conninfo, str) else "")
+        conninfo = pool.conninfo if isinstance(pool.conninfo, str) else ""
+        self.where = where_of_conninfo(conninfo)
+        self.identity = identity_of_conninfo(conninfo)
         self._pool = pool
         self._apool = apool
         self._host_pool = True

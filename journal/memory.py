@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -199,6 +200,10 @@ class MemoryEventStore(RunEventStore):
                     del self._run_ids[run.run_id]
             self._usage.pop(thread_id, None)
             return len(events)
+
+    def _spool_identity(self) -> tuple[str, str]:
+        # its events live and die with this object: no other store, nor process, is it
+        return "memory", f"memory:{os.getpid()}:{id(self)}"
 
     def _close(self) -> None:
         with self._lock:

@@ -207,6 +207,9 @@ class PostgresEventStore(RunEventStore):
 
     # -- closing -------------------------------------------------------------------------------
 
+    def _spool_identity(self) -> tuple[str, str]:
+        return self._db.identity
+
     def _close(self) -> None:
         self._db.close(grace=_CLOSE_GRACE)
         log.info("postgres_store_closed", where=self._where)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Self
 from uuid import UUID
 
@@ -34,14 +35,17 @@ from langgraph.callbacks import GraphCallbackHandler, GraphInterruptEvent, Graph
 
 from journal import _capture as cap
 from journal._contents import Contents
+from journal._logging import get_logger
 from journal._sink import EventSink
 from journal._tracker import MAX_TAG_LENGTH, RunTracker
 from journal._writer import DEFAULT_CLOSE_TIMEOUT, Writer
 from journal.events import validate_event_type, validate_id
-from journal.spool import DEFAULT_SPOOL_PATH, Spool
+from journal.spool import DEFAULT_SPOOL_PATH, Spool, default_spool_path
 from journal.store import RunEventStore
 
 __all__ = ["RunJournal"]
+
+_log = get_logger(__name__)
 
 
 class RunJournal(GraphCallbackHandler):
@@ -51,7 +55,9 @@ class RunJournal(GraphCallbackHandler):
     Construct it once, attach it to graphs, and call :meth:`close` (or use it as a context
     manager) when done; :meth:`flush` / :meth:`aflush` wait until queued events are stored.
     Keyword options: ``thread_id`` (the thread of runs without thread metadata),
-    ``spool_path``, ``flush_interval`` (<= 0.1 s), ``max_batch``, ``max_buffer``,
+    ``spool_path`` (default: the store's own file in the working directory,
+    :func:`journal.spool.default_spool_path`), ``flush_interval`` (<= 0.1 s), ``max_batch``,
+    ``max_buffer``,
     ``retry_delays`` (the backoff before a batch goes to the spool), ``close_timeout`` (how
     long :meth:`close` and the interpreter's exit wait for the store before spooling the rest;
     default 5 s).
@@ -68,7 +74,7 @@ class RunJournal(GraphCallbackHandler):
         store: RunEventStore,
         *,
         thread_id: str | None = None,
-        spool_path: str | os.PathLike[str] = DEFAULT_SPOOL_PATH,
+        spool_path: str | os.PathLike[str] | None = None,
         flush_interval: float = 0.1,
         max_batch: int = 500,
         max_buffer: int = 100_000,
@@ -89,6 +95,12 @@ class RunJournal(GraphCallbackHandler):
             validate_id(thread_id, "thread_id")
         self.store = store
         self.thread_id = thread_id
+        if spool_path is None:
+            spool_path = default_spool_path(store)
+            shared = Path(DEFAULT_SPOOL_PATH)
+            if shared.exists():  # left by a version whose journals all shared one spool
+                _log.warning("journal_spool_unclaimed", path=str(shared.resolve()),
+                             spool=str(spool_path))  # fmt: skip
         self.spool = Spool(spool_path)
         self._writer = Writer(
             store,

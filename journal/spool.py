@@ -12,7 +12,9 @@ Guarantees for writers and readers in any number of threads and OS processes:
   ``flock`` on the sidecar file ``<spool>.lock`` (created next to the spool and never
   deleted: deleting it would let two processes lock two different files). A recovery reads
   the file under the lock, stores its events without holding it, and then, under the lock
-  again, removes only the bytes it read: lines appended meanwhile stay for the next recovery.
+  again, removes only the bytes it read: lines appended meanwhile stay for the next recovery,
+  and a file that no longer starts with those bytes (another recovery stored and deleted it,
+  and a journal spooled to the path anew, perhaps on the same inode) is left as it is.
 * An append starts on a fresh line even after a torn last line (a crash or a full disk
   mid-write), so a torn fragment is one bad line and never swallows the next event.
 * An append that fails (disk full, file-size limit) is undone: the file is cut back to its
@@ -26,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +49,7 @@ __all__ = [
     "Spool",
     "SpoolReplay",
     "areplay_spool",
+    "default_spool_path",
     "lock_path",
     "read_spool",
     "recover_spool",
@@ -52,8 +57,12 @@ __all__ = [
     "spooled_threads",
 ]
 
-#: Where a ``RunJournal`` spools by default (relative to the working directory).
+#: The one spool file every ``RunJournal`` of a working directory shared by default before
+#: each store had its own (:func:`default_spool_path`): a journal that finds one there warns
+#: (``journal_spool_unclaimed``), for its events may be any store's (``runjournal recover``).
 DEFAULT_SPOOL_PATH = "runjournal-spool.jsonl"
+_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_MAX: Final = 40
 
 _log = get_logger(__name__)
 _SEQ: Final = {"seq"}
@@ -66,6 +75,22 @@ def _path_lock(path: str | os.PathLike[str]) -> threading.Lock:
     key = os.path.abspath(path)
     with _path_locks_guard:
         return _path_locks.setdefault(key, threading.Lock())
+
+
+def default_spool_path(store: RunEventStore) -> Path:
+    """Where a ``RunJournal`` on ``store`` spools unless told otherwise: in the working
+    directory, ``runjournal-spool-<name>-<key>.jsonl``, named for the store (its file's or
+    database's name, and a digest of where its events live: a SQLite file's real path, a
+    PostgreSQL server, database and options), so that journals of different stores never
+    share a spool, and a journal started again on the same store finds the one it left.
+
+    A memory store's spool is its own object's. A backend of another kind shares one spool
+    among its instances: give its journals a ``spool_path`` each.
+    """
+    name, place = store._spool_identity()
+    key = hashlib.sha256(place.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    label = _NAME_CHARS.sub("-", name)[:_NAME_MAX].strip("-.") or "store"
+    return Path.cwd() / f"runjournal-spool-{label}-{key}.jsonl"
 
 
 def lock_path(path: str | os.PathLike[str]) -> Path:
@@ -157,14 +182,13 @@ def _split(data: bytes) -> list[_Line]:
     return lines
 
 
-def _snapshot(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result | None]:
-    """The spool's bytes and identity, read under its lock (a missing file is empty)."""
+def _snapshot(path: str | os.PathLike[str]) -> bytes | None:
+    """The spool's bytes, read under its lock; ``None`` for a missing file."""
     with _locked(path):
         try:
-            with Path(path).open("rb") as f:
-                return f.read(), os.fstat(f.fileno())
+            return Path(path).read_bytes()
         except FileNotFoundError:
-            return b"", None
+            return None
 
 
 def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
@@ -172,8 +196,7 @@ def read_spool(path: str | os.PathLike[str]) -> list[NewEvent]:
 
     A missing file is an empty spool.
     """
-    data, _ = _snapshot(path)
-    return [line.event for line in _split(data) if line.event is not None]
+    return [line.event for line in _split(_snapshot(path) or b"") if line.event is not None]
 
 
 def spooled_threads(path: str | os.PathLike[str]) -> set[str]:
@@ -217,8 +240,8 @@ def recover_spool(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    data, identity = _snapshot(path)
-    lines = _split(data)
+    data = _snapshot(path)
+    lines = _split(data or b"")
     bad = [line for line in lines if line.event is None]
     events = [line.event for line in lines if line.event is not None]
     todo = _without_stored_inputs(store, events)
@@ -228,8 +251,8 @@ def recover_spool(
         if progress is not None:
             progress(len(batch))
     removed = False
-    if remove and identity is not None and events:  # a file of no event is not ours
-        removed = _remove_read_part(Path(path), identity, len(data), bad)
+    if remove and data is not None and events:  # a file of no event is not ours
+        removed = _remove_read_part(Path(path), data, bad)
     if bad:
         _log.warning(
             "spool_lines_skipped",
@@ -247,18 +270,20 @@ def recover_spool(
     )
 
 
-def _remove_read_part(path: Path, identity: os.stat_result, size: int, bad: list[_Line]) -> bool:
-    """Drop the first ``size`` bytes (stored) but the bad lines; True if the file is gone."""
+def _remove_read_part(path: Path, data: bytes, bad: list[_Line]) -> bool:
+    """Drop the bytes read, ``data`` (stored), but the bad lines; True if the file is gone.
+
+    Only from a file that still starts with ``data``: one another recovery rewrote or deleted
+    (and a journal spooled to anew, perhaps on the same inode) is left as it is.
+    """
     with _locked(path):
         try:
-            now = path.stat()
+            with path.open("rb") as f:
+                if f.read(len(data)) != data:
+                    return False  # not the file read: its lines are another recovery's business
+                tail = f.read()
         except FileNotFoundError:
             return False
-        if (now.st_dev, now.st_ino) != (identity.st_dev, identity.st_ino) or now.st_size < size:
-            return False  # another recovery rewrote the file: its lines are its business
-        with path.open("rb") as f:
-            f.seek(size)
-            tail = f.read()
         keep = b"".join(line.raw + b"\n" for line in bad) + tail.lstrip(b"\n")
         if not keep:
             path.unlink()

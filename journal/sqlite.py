@@ -363,5 +363,8 @@ class SqliteEventStore(RunEventStore):
     def _read_usage(self, thread_id: str) -> ThreadUsage:
         return self._run("read usage", lambda conn: runs.read_usage(conn, thread_id))
 
+    def _spool_identity(self) -> tuple[str, str]:
+        return self.path.name, f"sqlite:{os.path.realpath(self.path)}"
+
     def _close(self) -> None:
         self._pool.close()

@@ -230,6 +230,14 @@ class RunEventStore(ABC):
         self._check_open()
         return self._delete_thread(thread_id)
 
+    def _spool_identity(self) -> tuple[str, str]:
+        """A short name of this store and what tells its events' place apart on this machine
+        (never a secret): what names a journal's default spool
+        (:func:`journal.spool.default_spool_path`). This default, for a backend that says
+        nothing of its place: its class, so that its instances share one spool."""
+        kind = type(self)
+        return kind.__name__, f"{kind.__module__}.{kind.__qualname__}"
+
     def close(self) -> None:
         """Release connections; later calls raise ``StoreClosedError``. Idempotent."""
         with self._close_lock:

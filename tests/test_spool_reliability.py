@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
+from typing import Any
 
 from journal import MemoryEventStore, RunJournal, SqliteEventStore, recover_spool
-from journal.spool import Spool, read_spool
+from journal.spool import Spool, SpoolReplay, read_spool
 from journal.testing import ev
 from tests.cli_helpers import ROOT, assert_user_error, cli_env, run_cli
 from tests.flaky_stores import FlakyStore
@@ -136,3 +140,95 @@ def test_spool_counts_are_exact_when_the_file_size_limit_is_hit(tmp_path: Path) 
     with RunJournal(store, spool_path=tmp_path / "healthy.jsonl") as healthy:
         run_agent(healthy)
     assert spooled + dropped == 6 * len(store.read("t1"))
+
+
+class _HeldStore(MemoryEventStore):
+    """A memory store whose appends wait until ``go`` is set (``entered`` says one is waiting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def append(self, events: Any) -> list[Any]:
+        self.entered.set()
+        assert self.go.wait(30), "the test never let the append go on"
+        return super().append(events)
+
+
+def test_a_slow_recovery_never_cuts_a_newer_spool_file_of_the_same_inode(tmp_path: Path) -> None:
+    """A recovery that outlives its file (stored and deleted by another recovery, the path then
+    spooled to anew, on the inode the old file had) removes nothing of the new file."""
+    path = tmp_path / "spool.jsonl"
+    old = [ev(thread_id="old", content="x" * 60) for _ in range(10)]
+    Spool(path).append(old)
+    slow, fast = _HeldStore(), MemoryEventStore()
+    done: list[SpoolReplay] = []
+    recovery = threading.Thread(target=lambda: done.append(recover_spool(path, slow)))
+    recovery.start()
+    try:
+        assert slow.entered.wait(30)  # the slow recovery has read the file and is storing it
+        inode = tmp_path / "inode"
+        os.link(path, inode)  # holds the inode, for the new file to have it for sure
+        assert recover_spool(path, fast).removed  # another one stored it all and deleted it
+        os.truncate(inode, 0)
+        os.link(inode, path)  # the path's new, empty file, on the old inode (as ext4 may do)
+        new = [ev(thread_id="new", content="y" * 60) for _ in range(20)]
+        Spool(path).append(new)  # a journal spools again
+    finally:
+        slow.go.set()
+        recovery.join(30)
+    assert done and done[0].events == len(old)
+    assert [e.event_id for e in read_spool(path)] == [e.event_id for e in new]
+
+
+_APP = textwrap.dedent(
+    """
+    import sys
+    from journal import RunJournal, SqliteEventStore
+    from tests.test_run_journal_failures import run_agent
+    store = SqliteEventStore(sys.argv[1], busy_timeout=0.05, retry_deadline=0.2)
+    journal = RunJournal(store, retry_delays=(0.01,), close_timeout=0.5)  # the default spool
+    run_agent(journal, thread=sys.argv[2])
+    journal.close()
+    print(journal.spooled_events, journal.spool.path)
+    """
+)
+
+
+def _app(cwd: Path, db: Path, thread: str) -> tuple[int, Path]:
+    """Run one journaled agent in a process of its own in ``cwd``: spooled count, spool."""
+    done = subprocess.run(
+        [sys.executable, "-c", _APP, str(db), thread],
+        cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    spooled, spool = done.stdout.split()
+    return int(spooled), cwd / spool  # (an absolute spool path stays as it is)
+
+
+def test_journals_of_two_stores_in_one_directory_never_take_each_others_spool(
+    tmp_path: Path,
+) -> None:
+    """App A spools at exit while its store is locked; app B, on its own store in the same
+    working directory, stores only its own events; A, started again, gets its events back."""
+    a_db, b_db = tmp_path / "a.db", tmp_path / "b.db"
+    for db in (a_db, b_db):
+        SqliteEventStore(db).close()
+    holder = sqlite3.connect(a_db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # A's store is down while A runs
+    try:
+        spooled, a_spool = _app(tmp_path, a_db, "a-thread")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert spooled > 0 and a_spool.exists()
+    _app(tmp_path, b_db, "b-thread")
+    with SqliteEventStore(b_db) as b:
+        assert [t.thread_id for t in b.list_threads()] == ["b-thread"]
+    assert a_spool.exists()  # A's events wait for A
+    _app(tmp_path, a_db, "a-thread-2")  # A again: its journal replays its spool first
+    with SqliteEventStore(a_db) as a:
+        counts = {t.thread_id: t.event_count for t in a.list_threads()}
+    assert counts == {"a-thread": spooled, "a-thread-2": counts["a-thread-2"]}
+    assert not a_spool.exists()

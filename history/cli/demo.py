@@ -38,7 +38,6 @@ from history.cli.demo_models import (
 )
 from history.cli.demo_tools import DEMO_TOOLS
 from journal.run_journal import RunJournal
-from journal.spool import DEFAULT_SPOOL_PATH
 from journal.store import RunEventStore
 from middleware.summarization import TrackingSummarizationMiddleware
 
@@ -183,11 +182,12 @@ def run_demo(
     store: RunEventStore,
     *,
     thread_id: str = DEMO_THREAD_ID,
-    spool_path: str | os.PathLike[str] = DEFAULT_SPOOL_PATH,
+    spool_path: str | os.PathLike[str] | None = None,
 ) -> DemoResult:
     """Run the demo conversation journaled into ``store``; replaces an earlier ``thread_id``.
 
-    Events the store cannot take go to the journal's spool at ``spool_path``.
+    Events the store cannot take go to the journal's spool at ``spool_path`` (default: the
+    store's own, :func:`journal.spool.default_spool_path`).
     """
     store.delete_thread(thread_id)
     model = ScriptedAgentModel(demo_script())

@@ -181,7 +181,7 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
 
     \b
     Example:
-      runjournal recover runjournal-spool.jsonl
+      runjournal recover runjournal-spool-app.db-0123456789ab.jsonl
     """
     from journal.spool import recover_spool
 
