@@ -3,12 +3,16 @@
 The callback path queues live references (the message objects, the prompt list) wrapped in a
 :class:`journal._writer.Lazy`; the writer calls the methods here when it builds the batch, so
 conversions and digests never run on the agent's thread. :class:`Contents` owns the
-:class:`journal.digests.ContextIndex`: it is touched by the writer thread only, which may read
-the store (the digests of a thread journaled by an earlier process).
+:class:`journal.digests.ContextIndex`: it is touched by the builds of the writer thread only
+(and of ``Writer``'s close, under the writer's lock). The digests of a thread journaled by an
+earlier process are read from the store ahead of the build (:meth:`Contents.fetch_digests`,
+outside that lock, so that a store that hangs never holds up ``close``); a build itself never
+reads the store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
@@ -25,13 +29,23 @@ __all__ = ["Contents", "ModelOutput"]
 
 #: Characters of prompt text an ``llm.start`` excerpt keeps.
 _PROMPT_BUDGET: Final = 4 * 1024
+_FETCHED_MAX: Final = 4096
 
 
 class Contents:
     """Builds message and model-call contents on the writer thread (writer thread only)."""
 
-    def __init__(self, store: RunEventStore) -> None:
+    def __init__(
+        self,
+        store: RunEventStore,
+        *,
+        may_read: Callable[[], bool] = lambda: True,
+        read_failed: Callable[[], None] = lambda: None,
+    ) -> None:
         self._store = store
+        self._may_read = may_read
+        self._read_failed = read_failed
+        self._fetched: dict[str, list[str]] = {}  # thread -> digests read, until it is met
         self._contexts = ContextIndex(stored_digests=self._stored_digests)
 
     def message(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
@@ -66,13 +80,27 @@ class Contents:
         kind = scalars_kind(name, preview["text"], preview["status"])
         return Extra(content, {}, None, PLAIN, kind)
 
+    def fetch_digests(self, thread_ids: Iterable[str]) -> None:
+        """Read the digests of the stored messages of each thread the index has not met, for
+        the next build (writer thread, outside the writer's lock). A store that is down (or
+        the writer closing) is not asked: the thread's calls then inline what they received."""
+        for thread_id in thread_ids:
+            if thread_id in self._fetched or self._contexts.knows(thread_id):
+                continue
+            if not self._may_read():
+                return
+            try:
+                events = self._store.read(thread_id, event_type=MESSAGE_EVENT_TYPES.values())
+            except Exception:  # the writes will spool anyway; calls inline instead
+                self._read_failed()
+                return
+            if len(self._fetched) >= _FETCHED_MAX:  # threads read but never met (no message)
+                self._fetched.clear()
+            self._fetched[thread_id] = [stored_digest(e.content, e.metadata) for e in events]
+
     def _stored_digests(self, thread_id: str) -> list[str]:
-        """The digests of the thread's stored messages (none if the store cannot be read)."""
-        try:
-            events = self._store.read(thread_id, event_type=MESSAGE_EVENT_TYPES.values())
-        except Exception:  # the store is down: the writes will spool anyway; inline instead
-            return []
-        return [stored_digest(e.content, e.metadata) for e in events]
+        """The digests read ahead for a thread the index meets (none if none were read)."""
+        return self._fetched.pop(thread_id, [])
 
 
 class ModelOutput(Later):

@@ -126,6 +126,14 @@ class Delivery:
         self._down_until = 0.0
         return count
 
+    def may_read(self) -> bool:
+        """Whether the writer may read the store now: not stopped (closing), not down."""
+        return not self._stopped and not self._store_down()
+
+    def read_failed(self) -> None:
+        """A read of the store failed: take it as down for ``down_cooldown``."""
+        self._down_until = time.monotonic() + self.down_cooldown
+
     def _store_down(self) -> bool:
         return time.monotonic() < self._down_until
 

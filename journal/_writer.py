@@ -16,8 +16,10 @@ Guarantees:
   threads it names the same way: their new events never take seqs before the older spooled
   ones.
 * :meth:`close` (and the interpreter's exit) waits at most ``close_timeout`` seconds for the
-  store; whatever is not stored by then, the batch in flight included, is written to the spool
-  synchronously before it returns. A batch both stored late and spooled is stored once (the
+  store (a build never reads it: what a batch needs of the store is read before, without the
+  lock close takes, and not at all while the store is down or the writer closing); whatever
+  is not stored by then, the batch in flight included, is written to the spool synchronously
+  before it returns. A batch both stored late and spooled is stored once (the
   replay skips stored ``event_id`` values).
 * A human input message already stored in its thread (a history resent after a restart) is
   not written again (:mod:`journal._known_inputs`).
@@ -95,6 +97,7 @@ class Writer:
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
         on_drop: DropHandler | None = None,
         before_close: Callable[[], None] | None = None,
+        prefetch: Callable[[set[str]], None] | None = None,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -104,6 +107,7 @@ class Writer:
         self.close_timeout = close_timeout
         self.on_drop = on_drop
         self.before_close = before_close
+        self.prefetch = prefetch  # reads for a batch's build, ahead of it, outside _state
         self._delivery = Delivery(
             store,
             spool,
@@ -114,14 +118,24 @@ class Writer:
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
         self._lock = threading.Lock()
-        # held while taking and building a batch, and to abandon the writer at close
+        # held while taking a batch and while building it (no I/O), and to abandon the
+        # writer at close; between the two, the batch taken is in _taken
         self._state = threading.Lock()
         self._abandoned = False
+        self._taken: list[Pending] = []
         self._in_flight: list[NewEvent] = []
         self._builder = BatchBuilder(self._dropped)  # writer thread (and _abandon, under _state)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting_since: float | None = None  # the writer waits for a Later to settle
+
+    def may_read(self) -> bool:
+        """Whether the store may be read for a build now (not closing, not down)."""
+        return self._delivery.may_read()
+
+    def read_failed(self) -> None:
+        """A read for a build failed: the store is taken as down for a while."""
+        self._delivery.read_failed()
 
     @property
     def spooled_count(self) -> int:
@@ -203,7 +217,8 @@ class Writer:
             self._abandoned = True
             self._delivery.stop()
             events, self._in_flight = self._in_flight, []
-            pending = [item for item in self._items if isinstance(item, Pending)]
+            taken, self._taken = self._taken, []
+            pending = [*taken, *(item for item in self._items if isinstance(item, Pending))]
             controls = [item for item in self._items if isinstance(item, _Control)]
             self._items.clear()
             events = [*events, *self._build(pending)]
@@ -267,7 +282,16 @@ class Writer:
                         self._items.appendleft(item)  # it and what follows wait for it
                         break
                     batch.append(item)
+                self._taken = batch
+            if batch and self.prefetch is not None:  # may wait on the store: not under _state
+                self.prefetch({item.thread_id for item in batch})
+            with self._state:
+                if self._abandoned:  # close took the batch (and spooled it)
+                    if control is not None:
+                        control.done.set()
+                    return
                 events = self._safe_build(batch)
+                self._taken = []
                 self._in_flight = events
             if events:
                 self._safe_write(events)

@@ -224,6 +224,10 @@ class ContextIndex:
         self._capacity = capacity
         self._threads: OrderedDict[str, _ThreadIndex] = OrderedDict()
 
+    def knows(self, thread_id: str) -> bool:
+        """Whether this index holds ``thread_id`` (its stored digests asked already)."""
+        return thread_id in self._threads
+
     def _thread(self, thread_id: str) -> _ThreadIndex:
         index = self._threads.get(thread_id)
         if index is None:

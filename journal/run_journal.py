@@ -102,6 +102,11 @@ class RunJournal(GraphCallbackHandler):
                 _log.warning("journal_spool_unclaimed", path=str(shared.resolve()),
                              spool=str(spool_path))  # fmt: skip
         self.spool = Spool(spool_path)
+        contents = Contents(  # its store reads ask the writer whether the store answers
+            store,
+            may_read=lambda: self._writer.may_read(),
+            read_failed=lambda: self._writer.read_failed(),
+        )
         self._writer = Writer(
             store,
             self.spool,
@@ -112,9 +117,10 @@ class RunJournal(GraphCallbackHandler):
             close_timeout=close_timeout,
             on_drop=lambda run_id, count: self._sink.writer_dropped(run_id, count),
             before_close=lambda: self._tracker.closing(),
+            prefetch=contents.fetch_digests,
         )
         self._sink = EventSink(self._writer)
-        self._tracker = RunTracker(self._sink, Contents(store))
+        self._tracker = RunTracker(self._sink, contents)
 
     # -- public API ----------------------------------------------------------------------
 

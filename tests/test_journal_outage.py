@@ -150,16 +150,51 @@ def test_restarted_journal_replays_an_old_spool_before_writing_its_threads(
     assert_in_time_order(stored)
 
 
-@pytest.mark.postgres
-def test_exit_while_postgres_is_down_spools_every_queued_event(tmp_path: Path) -> None:
-    """An app whose PostgreSQL stops mid-work exits promptly; recover stores every event."""
-    spool = tmp_path / "spool.jsonl"
+def own_server() -> PostgresServer:
+    """A throw-away PostgreSQL server of the test's own (it stops and starts it)."""
     try:
-        server = PostgresServer().start()
+        return PostgresServer().start()
     except PostgresServerError as e:
         if os.environ.get("RUNJOURNAL_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"PostgreSQL is required (RUNJOURNAL_REQUIRE_POSTGRES=1): {e}")
         pytest.skip(f"PostgreSQL cluster could not start: {e}")
+
+
+@pytest.mark.postgres
+def test_close_keeps_its_budget_when_postgres_stops_before_runs_of_new_threads(
+    tmp_path: Path,
+) -> None:
+    """``close(timeout=1)`` after runs of four threads new to the process, PostgreSQL down
+    (each read of a new thread's stored messages would wait ``connect_timeout``, 5 s),
+    returns within its budget and a little more; recover then stores every event."""
+    spool = tmp_path / "spool.jsonl"
+    server = own_server()
+    try:
+        url = fresh_database_url(server.url)
+        journal = RunJournal(PostgresEventStore(url), spool_path=spool)
+        server.stop_server()
+        for n in range(4):
+            run_agent(journal, thread=f"t{n}")
+        started = time.monotonic()
+        assert journal.close(timeout=1)
+        took = time.monotonic() - started
+        assert took < 3.0, f"close(timeout=1) took {took:.1f} s"
+        server.start_again()
+        with PostgresEventStore(url) as store:
+            recover_spool(spool, store)
+            per_run = healthy_count(tmp_path)
+            for n in range(4):
+                assert len(assert_gap_free_unique(store, f"t{n}")) == per_run
+        journal.store.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.postgres
+def test_exit_while_postgres_is_down_spools_every_queued_event(tmp_path: Path) -> None:
+    """An app whose PostgreSQL stops mid-work exits promptly; recover stores every event."""
+    spool = tmp_path / "spool.jsonl"
+    server = own_server()
     try:
         url = fresh_database_url(server.url)
         script = textwrap.dedent(
