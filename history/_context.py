@@ -241,6 +241,12 @@ def _classify(
     return {**row, "origin": "added"}
 
 
+def _rebuilt_exactly(row: dict[str, Any]) -> bool:
+    """Whether a row is the message the call received: resolved, and not cut by the store
+    (what :func:`history.verify` names ``truncated``)."""
+    return row["origin"] != "unresolved" and not row.get("truncated")
+
+
 def _place(markers: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The markers that shaped ``rows``, each with ``before_index``."""
     at_summary = {r.get("marker_seq"): r["index"] for r in rows if r["origin"] == "summary"}
@@ -351,7 +357,7 @@ def context_plan(
         "model": (end.metadata.get("model") if end is not None else None) or md.get("model"),
         "agent_call": is_agent_call(start),
         "recorded": recorded,
-        "exact": recorded and all(r["origin"] != "unresolved" for r in rows),
+        "exact": recorded and all(map(_rebuilt_exactly, rows)),
         "status": "running" if end is None else _STATUS[end.event_type],
         "message_count": len(rows),
         "messages": page_rows,

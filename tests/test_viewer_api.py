@@ -12,7 +12,7 @@ import pytest
 from blockbuster import blockbuster_ctx
 from langchain_core.messages.utils import count_tokens_approximately
 
-from history import replay
+from history import replay, verify
 from history.server.app import create_app
 from history.server.sse import StreamSettings
 from journal import MemoryEventStore, RunEvent
@@ -345,7 +345,7 @@ async def test_marker_originals_are_the_replaced_and_removed_messages(
 
 async def test_truncated_events_are_listed_and_marked_in_context(tmp_path: Path) -> None:
     """A question the store cut to its cap is listed with its original size, and the context
-    of the agent call that received it marks that message truncated."""
+    of the agent call that received it marks that message truncated and itself not exact."""
     store = build_truncated_thread(tmp_path)
     question = store.read("cut", event_type="message.human")[0]
     call = store.read("cut", event_type="llm.start")[0]
@@ -367,6 +367,8 @@ async def test_truncated_events_are_listed_and_marked_in_context(tmp_path: Path)
     assert listed["events"][0]["original_bytes"] > 10_000
     row = next(r for r in context["messages"] if r.get("seq") == question.seq)
     assert row["origin"] == "state" and row["truncated"] is True
+    assert context["exact"] is False  # a cut message is not what the call received
+    assert not verify(store, "cut")["ok"]  # as verify says of the same call
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,9 @@ class ModelContext(BaseModel):
     model: str | None = None
     agent_call: bool = Field(description="A call of the thread's agent: equals replay(model).")
     recorded: bool = Field(description="The call has a context record.")
-    exact: bool = Field(description="Every message was rebuilt exactly.")
+    exact: bool = Field(
+        description="Every message was rebuilt exactly (none unresolved, none cut by the store)."
+    )
     status: Literal["ok", "error", "running"]
     message_count: int
     messages: list[ContextMessage]
