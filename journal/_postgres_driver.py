@@ -142,9 +142,8 @@ def identity_of_conninfo(conninfo: str) -> tuple[str, str]:
         params = conninfo_to_dict(conninfo)
     except psycopg.Error:
         params = {}
-    host, port = params.get("host") or "", params.get("port") or 5432
-    db, options = params.get("dbname") or "", params.get("options") or ""
-    return str(db) or "postgresql", f"postgresql://{host}:{port}/{db} options={options}"
+    name, options = params.get("dbname") or "postgresql", params.get("options") or ""
+    return str(name), f"{where_of_conninfo(conninfo)} options={options}"
 
 
 def where_of_conninfo(conninfo: str) -> str:
