@@ -9,8 +9,10 @@ Guarantees:
   thread is checked event by event and only the rest is appended; re-running copies nothing
   twice, and a copy interrupted half-way resumes where it stopped.
 * **Never silently wrong.** A target thread that is not a prefix of its source thread (other
-  events, or more of them), or that receives other writes during the copy, raises
-  :class:`CopyConflictError` naming the thread and the seq; nothing is overwritten.
+  events, or more of them), that receives other writes during the copy, or whose source
+  thread is deleted and written again between two pages raises :class:`CopyConflictError`
+  naming the thread and the seq; nothing is overwritten, and the target thread is always a
+  prefix of one state of its source thread, never a mix of two.
 
 Any two backends work (memory, SQLite, PostgreSQL); events travel in pages of ``batch_size``,
 each appended as one all-or-nothing batch. Between two SQLite stores a thread new to the
@@ -68,7 +70,7 @@ def copy_store(
     a target thread diverges, ``ValueError``/``TypeError`` for bad arguments, and the stores'
     ``StoreError`` when a backend fails (pages already appended stay; re-run to resume).
     """
-    if source is target:
+    if source is target or _same_place(source, target):
         raise ValueError("source and target are the same store; copy between two stores")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -89,6 +91,18 @@ def copy_store(
     summary = CopySummary(threads=len(threads), copied=copied, already_present=present)
     log.info("store_copied", threads=summary.threads, copied=copied, already_present=present)
     return summary
+
+
+def _same_place(source: RunEventStore, target: RunEventStore) -> bool:
+    """Whether two store objects keep their events in one place: one SQLite file (under any
+    name), one PostgreSQL database. Only for backends that say where they are."""
+    if type(source) is not type(target):
+        return False
+    if isinstance(source, SqliteEventStore):
+        target_path = cast(SqliteEventStore, target).path
+        return source.path.exists() and target_path.exists() and source.path.samefile(target_path)
+    said = type(source)._spool_identity is not RunEventStore._spool_identity
+    return said and source._spool_identity() == target._spool_identity()
 
 
 def _all_threads(store: RunEventStore) -> Iterator[str]:
@@ -121,16 +135,11 @@ def _copy_thread(
                 progress(thread_id, copied)
             log.debug("thread_copied", thread_id=thread_id, count=copied, already_present=0)
             return copied, 0
-    present = _check_prefix(source, target, thread_id, end, batch_size, progress)
+    present, anchor = _check_prefix(source, target, thread_id, end, batch_size, progress)
     copied = 0
     while present + copied < end:
         after = present + copied
-        page = _page(source, thread_id, after, min(batch_size, end - after))
-        if not page:
-            raise CopyConflictError(
-                f"source thread {thread_id!r} lost events during the copy (seq "
-                f"{present + copied + 1}); was it deleted?"
-            )
+        page = _page(source, thread_id, after, min(batch_size, end - after), anchor)
         stored = target.append(page)
         for want, got in zip(page, stored, strict=True):
             if got is want:  # the target stored the record unchanged at its seq
@@ -138,21 +147,48 @@ def _copy_thread(
             if not (type(got) is RunEvent and got.__dict__ == want.__dict__) and got != want:
                 raise CopyConflictError(_mismatch(thread_id, cast(RunEvent, want), got))
         copied += len(page)
+        anchor = cast(RunEvent, page[-1])
         if progress is not None:
             progress(thread_id, len(page))
     log.debug("thread_copied", thread_id=thread_id, count=copied, already_present=present)
     return copied, present
 
 
-def _page(source: RunEventStore, thread_id: str, after: int, limit: int) -> KnownEvents:
+def _page(
+    source: RunEventStore, thread_id: str, after: int, limit: int, anchor: RunEvent | None
+) -> KnownEvents:
     """The source's next page of stored records, as :class:`KnownEvents`: the target does
-    not validate them again, nor encode them where the source has their canonical texts."""
+    not validate them again, nor encode them where the source has their canonical texts.
+
+    The page is read with the source's event at ``after``, in the same read, which must be
+    ``anchor`` (the last event the target has): so a source thread deleted and written again
+    since the last page raises :class:`CopyConflictError` before the page is appended."""
+    start = after - 1 if anchor is not None else after
+    wanted = limit + after - start
     if isinstance(source, SqliteEventStore | MemoryEventStore):
-        return source._stored_page(thread_id, after, limit)
-    page = KnownEvents()
-    for record in source.read(thread_id, after_seq=after, limit=limit):
-        page.add(record)
+        page = source._stored_page(thread_id, start, wanted)
+    else:
+        page = KnownEvents()
+        for record in source.read(thread_id, after_seq=start, limit=wanted):
+            page.add(record)
+    if anchor is not None:
+        if not page or page[0] != anchor:
+            raise CopyConflictError(_rewritten(thread_id, after))
+        del page[0], page.hints[0]
+    if not page:
+        raise CopyConflictError(
+            f"source thread {thread_id!r} lost events during the copy (seq {after + 1}); "
+            "was it deleted?"
+        )
     return page
+
+
+def _rewritten(thread_id: str, seq: int) -> str:
+    return (
+        f"source thread {thread_id!r} changed during the copy (its event at seq {seq} is no "
+        "longer the one copied or counted): was it deleted and written again? Delete the "
+        "target thread and copy again"
+    )
 
 
 def _check_prefix(
@@ -162,8 +198,9 @@ def _check_prefix(
     end: int,
     batch_size: int,
     progress: ProgressCallback | None,
-) -> int:
-    """Check the target thread is a prefix of the source; return its length."""
+) -> tuple[int, RunEvent | None]:
+    """Check the target thread is a prefix of the source; return its length and its last
+    event."""
     have = target.last_seq(thread_id)
     if have > end:
         raise CopyConflictError(
@@ -171,6 +208,7 @@ def _check_prefix(
             "it is not a copy of this source"
         )
     cursor = 0
+    last: RunEvent | None = None
     while cursor < have:
         before = min(cursor + batch_size, have) + 1
         theirs = source.read(thread_id, after_seq=cursor, before_seq=before)
@@ -182,9 +220,10 @@ def _check_prefix(
                 "it is not a copy of this source"
             )
         cursor += len(ours)
+        last = ours[-1]
         if progress is not None:
             progress(thread_id, len(ours))
-    return have
+    return have, last
 
 
 def _mismatch(thread_id: str, want: RunEvent, got: RunEvent) -> str:

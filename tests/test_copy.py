@@ -23,6 +23,7 @@ from journal import (
 from journal.copy import ProgressCallback
 from journal.postgres import PostgresEventStore
 from journal.testing import ev, many
+from tests.postgres_server import fresh_database_url
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
@@ -227,6 +228,44 @@ def test_bad_arguments_are_caller_errors(memory: MemoryEventStore) -> None:
             copy_store(memory, other, thread_ids=[" bad "])
 
 
+def test_two_objects_of_one_sqlite_file_are_the_same_store(tmp_path: Path) -> None:
+    """A copy onto the same file, under another object or a symlink's name, is refused at
+    once (it waited a minute for a lock, then failed)."""
+    (tmp_path / "link.db").symlink_to(tmp_path / "a.db")
+    with SqliteEventStore(tmp_path / "a.db") as source:
+        source.append(many(3, thread_id="t"))
+        for name in ("a.db", "link.db"):
+            target = SqliteEventStore(tmp_path / name)
+            with target, pytest.raises(ValueError, match="same store"):
+                copy_store(source, target)
+        with SqliteEventStore(tmp_path / "b.db") as other:  # another file is another store
+            assert copy_store(source, other).copied == 3
+
+
+@pytest.mark.postgres
+def test_two_objects_of_one_postgres_database_are_the_same_store(postgres_url: str) -> None:
+    """Two PostgreSQL stores of one database are one store; another database is not."""
+    url, other_url = fresh_database_url(postgres_url), fresh_database_url(postgres_url)
+    with PostgresEventStore(url) as source, PostgresEventStore(url) as again:
+        source.append(many(3, thread_id="t"))
+        with pytest.raises(ValueError, match="same store"):
+            copy_store(source, again)
+        with PostgresEventStore(other_url) as other:
+            assert copy_store(source, other).copied == 3
+
+
+def test_cli_copy_onto_the_same_file_is_a_user_error(tmp_path: Path) -> None:
+    """`runjournal copy` with one file on both sides says so at once, as a user error."""
+    from history.cli.main import cli
+
+    with SqliteEventStore(tmp_path / "a.db") as store:
+        store.append(many(3, thread_id="t"))
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    result = CliRunner().invoke(cli, ["copy", "--from", url, "--to", url])
+    assert result.exit_code == 1, result.output
+    assert "error: source and target are the same store" in result.output
+
+
 @pytest.mark.postgres
 def test_cli_copy_sqlite_to_postgres_and_rerun(tmp_path: Path, postgres_db_url: str) -> None:
     """`runjournal copy --from sqlite --to postgresql` copies everything; a re-run adds none."""
@@ -275,3 +314,58 @@ def test_copy_of_any_history_and_any_prefix_is_exact(
         assert _everything(target) == expected
         assert summary.already_present == already
         assert summary.copied == sum(len(e) for e in expected.values()) - already
+
+
+_REWRITE = """
+import sys
+from journal import PostgresEventStore, SqliteEventStore
+from journal.testing import ev
+place = sys.argv[1]
+kind = PostgresEventStore if place.startswith("postgresql://") else SqliteEventStore
+with kind(place) as store:
+    store.delete_thread("t")
+    store.append([ev("t", content={"new": i}) for i in range(int(sys.argv[2]))])
+"""
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def source_place(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a source store lives: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "source.db")
+    return str(request.getfixturevalue("postgres_db_url"))
+
+
+@pytest.mark.parametrize("prefix", [0, 3], ids=["empty target", "target with a prefix"])
+@pytest.mark.parametrize("rewritten_to", [5, 12, 30], ids=["shorter", "as long", "longer"])
+def test_a_source_thread_rewritten_by_another_process_mid_copy_is_a_conflict(
+    source_place: str, prefix: int, rewritten_to: int
+) -> None:
+    """Another process deletes the source thread and writes it again between two pages: the
+    target never becomes a mix of the old thread and the new one; the copy says so."""
+    import subprocess
+    import sys
+
+    kind = PostgresEventStore if source_place.startswith("postgresql://") else SqliteEventStore
+    source: RunEventStore = kind(source_place)
+    source.append([ev("t", content={"old": i}) for i in range(12)])
+    old = source.read("t")
+    target = MemoryEventStore()  # the page-by-page path
+    target.append(old[:prefix])
+    rewrites: list[int] = []
+
+    def rewrite_once(thread_id: str, count: int) -> None:
+        if not rewrites:
+            rewrites.append(count)
+            subprocess.run(
+                [sys.executable, "-c", _REWRITE, source_place, str(rewritten_to)],
+                check=True,
+            )
+
+    with source:
+        with pytest.raises(CopyConflictError, match="'t' changed during the copy"):
+            copy_store(source, target, batch_size=3, progress=rewrite_once)
+        new = source.read("t")
+    stored = target.read("t")
+    assert rewrites and len(new) == rewritten_to and len(stored) == max(prefix, 3)
+    assert stored == old[: len(stored)], "the target holds a mix of two threads"
