@@ -204,7 +204,7 @@ def exported_row(
     # The values in the line's order: an exported line has its keys in this (sorted) order,
     # which the comparison below proves (any other line differs from the text it builds).
     category, content, at, event_id, event_type, metadata, run_id, seq, thread_id = raw.values()
-    if type(seq) is not int or type(metadata) is not dict:
+    if type(seq) is not int or seq < 1 or type(metadata) is not dict:
         return None
     content_text = _dumps(content, option=_SORT_KEYS).decode()
     metadata_text = _dumps(metadata, option=_SORT_KEYS).decode() if metadata else "{}"

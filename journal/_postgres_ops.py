@@ -84,19 +84,25 @@ def to_event(row: Row) -> RunEvent:
 # -- operations (shared by sync and async) ---------------------------------------------------
 
 
-def append_attempts(events: Sequence[NewEvent]) -> Callable[[], Op[list[RunEvent]]]:
+def append_attempts(
+    events: Sequence[NewEvent], stored: set[str] | None = None
+) -> Callable[[], Op[list[RunEvent]]]:
     """Append operations for successive attempts: optimistic first, then checked.
 
     The first attempt skips looking ids up: a single-thread batch is then one statement, so
     one round trip. If an id is already stored the unique index rejects the whole statement
     (no seq is taken) and every later attempt looks stored ids up first, in a transaction.
+    ``stored`` gets the ids of the events the last attempt stored.
     """
     attempts = count()
-    return lambda: append_op(events, checked=next(attempts) > 0)
+    return lambda: append_op(events, checked=next(attempts) > 0, stored=stored)
 
 
-def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]]:
-    """Append a prepared batch; ``checked`` looks stored ids up first (in a transaction)."""
+def append_op(
+    events: Sequence[NewEvent], *, checked: bool, stored: set[str] | None = None
+) -> Op[list[RunEvent]]:
+    """Append a prepared batch; ``checked`` looks stored ids up first (in a transaction);
+    ``stored`` gets the ids of the events it stores."""
     known: dict[str, RunEvent] = {}
     fresh: dict[str, NewEvent] = {}
     texts: dict[str, tuple[str, str]] = {}
@@ -132,9 +138,13 @@ def append_op(events: Sequence[NewEvent], *, checked: bool) -> Op[list[RunEvent]
     # Records only once every thread's statement went through: an event prepare built turns
     # into its record in place, and a later thread's failure (the whole transaction rolled
     # back) must leave the batch as it was for the retry and the spool.
+    if stored is not None:
+        stored.clear()
     for batch, last in numbered:
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = stored_record(event, seq, id(event) in mine)
+            if stored is not None:
+                stored.add(event.event_id)
     return records_in_order(events, known)
 
 

@@ -77,6 +77,9 @@ class MemoryEventStore(RunEventStore):
         self._usage: dict[str, Buckets] = {}
 
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
+        return self._append_telling(events)[0]
+
+    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
         with self._lock:
             staged: dict[str, RunEvent] = {}
             heads: dict[str, int] = {}
@@ -112,7 +115,7 @@ class MemoryEventStore(RunEventStore):
                     stored.merge(fold)
             for thread, buckets in projection.usage().items():
                 add_buckets(self._usage.setdefault(thread, {}), buckets)
-            return [_copy(r, r.seq) for r in result]
+            return [_copy(r, r.seq) for r in result], set(staged)
 
     def _read(self, query: ReadQuery) -> list[RunEvent]:
         with self._lock:

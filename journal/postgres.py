@@ -171,6 +171,10 @@ class PostgresEventStore(RunEventStore):
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return self._db.run(append_attempts(events))
 
+    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
+        stored: set[str] = set()
+        return self._db.run(append_attempts(events, stored)), stored
+
     def _read(self, query: ReadQuery) -> list[RunEvent]:
         return self._db.run(partial(read_op, query))
 

@@ -366,11 +366,25 @@ class RunEventStore(ABC):
 
         return await asyncio.to_thread(func, *args, **kwargs)
 
+    def _append_new(self, events: Iterable[EventLike]) -> tuple[list[RunEvent], set[str] | None]:
+        """``append``, and the ids of the events this call stored (not stored before), as
+        the write's own transaction saw them; ``None`` where the backend does not say
+        (:func:`journal.transfer.import_events` counts what is new with it)."""
+        prepared = self.prepare(events)
+        self._check_open()
+        if not prepared:
+            return [], set()
+        return self._append_telling(prepared)
+
     # -- backend hooks -----------------------------------------------------------------------
 
     @abstractmethod
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         """Write validated events in one transaction (see the contract)."""
+
+    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str] | None]:
+        """``_append``, and the ids it stored (``None``: this backend does not say)."""
+        return self._append(events), None
 
     @abstractmethod
     def _read(self, query: ReadQuery) -> list[RunEvent]:

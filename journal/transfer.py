@@ -173,20 +173,25 @@ def _appended(
     store: RunEventStore, lines: Iterable[bytes], batch_size: int
 ) -> Iterator[tuple[int, int, int]]:
     """Each batch of ``lines`` appended: how many were stored, already present, renumbered."""
+    tells = type(store)._append_telling is not RunEventStore._append_telling
     for events, seqs in _known_batches(lines, batch_size):
         imported = present = renumbered = 0
-        # An event already stored keeps its record: its seq is at or below its thread's
-        # last seq (its thread may even differ from the line's).
-        last = {t: store.last_seq(t) for t in {event.thread_id for event in events}}
-        stored = store.append(events)  # its events become the records: not used below
+        # A backend that does not say what it stored: an event already stored keeps its
+        # record, its seq at or below its thread's last seq read before the write (its
+        # thread may even differ from the line's); exact unless a writer races this one.
+        last = {} if tells else {t: store.last_seq(t) for t in {e.thread_id for e in events}}
+        stored, new = store._append_new(events)  # events become records: not used below
         seen: set[str] = set()  # an id repeated in the batch is stored once
         for record, event, seq in zip(stored, events, seqs, strict=True):
             if record.event_id in seen:
                 present += 1
                 continue
             seen.add(record.event_id)
-            # the event itself is its record when the store made it one: new, stored now
-            if record is not event and record.seq <= last.get(record.thread_id, record.seq):
+            if new is None:  # the event itself is its record when the store made it one
+                fresh = record is event or record.seq > last.get(record.thread_id, record.seq)
+            else:
+                fresh = record.event_id in new
+            if not fresh:
                 present += 1
                 continue
             imported += 1
@@ -290,7 +295,7 @@ def _usual_line(text: str) -> tuple[NewEvent, int, int, int | None] | None:
         return None
     seq = raw.pop("seq", _NO_SEQ)
     at = raw.get("created_at")
-    if not (seq is _NO_SEQ or type(seq) is int) or type(at) is not str:
+    if not (seq is _NO_SEQ or (type(seq) is int and seq >= 1)) or type(at) is not str:
         return None
     if not _EXPORTED_TIME.match(at):
         return None
@@ -325,6 +330,10 @@ def _checked_line(text: str, number: int) -> tuple[NewEvent, int, int, int | Non
             number, f"expected a JSON object (one event), got {type(raw).__name__}"
         )
     seq = raw.pop("seq", None)
+    if seq is not None and not (type(seq) is int and seq >= 1):
+        raise EventLineError(
+            number, f"not a valid event (seq: a positive integer or null, got {seq!r})"
+        )
     at = raw.get("created_at")
     if type(at) is str and _EXPORTED_TIME.match(at):  # what export writes: parsed here, so
         with contextlib.suppress(ValueError):  # the event takes the fast path of from_mapping
@@ -341,4 +350,4 @@ def _checked_line(text: str, number: int) -> tuple[NewEvent, int, int, int | Non
         raise EventLineError(number, f"not a valid event ({e})") from None
     except (RecursionError, MemoryError) as e:
         raise EventLineError(number, f"not a valid event ({type(e).__name__})") from None
-    return event, content_kind, metadata_kind, seq if isinstance(seq, int) else None
+    return event, content_kind, metadata_kind, seq

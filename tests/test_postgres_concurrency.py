@@ -55,8 +55,8 @@ def write_then_hang(url: str, thread_id: str, in_transaction: EventType) -> None
     """
     original = journal._postgres_ops.append_op
 
-    def paused(events: Any, *, checked: bool) -> Generator[Any, Any, list[RunEvent]]:
-        result = yield from original(events, checked=checked)
+    def paused(events: Any, **options: Any) -> Generator[Any, Any, list[RunEvent]]:
+        result = yield from original(events, **options)
         in_transaction.set()  # head bumped and rows inserted, transaction still open
         time.sleep(600)
         return result

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
-from journal import MemoryEventStore, NewEvent
+from journal import MemoryEventStore, NewEvent, SqliteEventStore
 from journal.transfer import EventLineError, ImportSummary, export_events, import_events
 
 
@@ -65,3 +66,30 @@ def test_import_into_a_thread_with_other_events_counts_renumbered() -> None:
     target.append(_events("t", 3))
     summary = import_events(target, out.getvalue().encode().splitlines())
     assert summary == ImportSummary(imported=1, already_present=0, renumbered=1)
+
+
+@pytest.mark.parametrize("seq", ['"five"', "0", "-3", "2.5", "true", "[1]"])
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_line_whose_seq_is_not_a_positive_int_is_a_bad_line(
+    seq: str, store: str, tmp_path: Path
+) -> None:
+    """``seq`` is the exported position of an event: a line may leave it out (or null), but
+    one that says ``"five"`` or 0 is refused with its number, not imported as if unsaid."""
+    import json
+
+    source = MemoryEventStore()
+    source.append(_events("t", 3))
+    out = io.StringIO()
+    export_events(source, "t", out)
+    lines = out.getvalue().splitlines(keepends=True)
+    line = json.loads(lines[1])
+    bad = json.dumps({k: v for k, v in line.items() if k != "seq"})[:-1] + f', "seq": {seq}}}\n'
+    target = MemoryEventStore() if store == "memory" else SqliteEventStore(tmp_path / "t.db")
+    with target, pytest.raises(EventLineError, match="seq") as raised:
+        import_events(target, [lines[0].encode(), bad.encode(), lines[2].encode()])
+    assert raised.value.line == 2
+    with MemoryEventStore() as lenient:  # no seq, or a null one: the event, placed anew
+        unsaid = json.dumps({k: v for k, v in line.items() if k != "seq"})
+        nulled = json.dumps({**line, "seq": None})
+        summary = import_events(lenient, [unsaid.encode(), nulled.encode()])
+        assert summary.imported == 1 and summary.already_present == 1
