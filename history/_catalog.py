@@ -8,7 +8,10 @@ a truncated or odd payload yields ``None``/empty values, never an exception.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final
+
+from pydantic_core import to_jsonable_python
 
 from journal.catalog import (
     MESSAGE_EVENT_TYPES,
@@ -31,6 +34,7 @@ __all__ = [
     "message_id",
     "payload_ids",
     "summary_message_id",
+    "utc_text",
 ]
 
 MESSAGE_TYPES: Final = MESSAGE_EVENT_TYPES
@@ -81,3 +85,9 @@ def summary_message_id(event: RunEvent) -> str | None:
         value = message["data"].get("id")
         return value if isinstance(value, str) else None
     return None
+
+
+def utc_text(moment: datetime) -> str:
+    """A time as a record's JSON (``model_dump(mode="json")``) and the HTTP API write it,
+    ``...Z`` in UTC: the one form of every time the readers give."""
+    return str(to_jsonable_python(moment))

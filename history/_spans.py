@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from history._catalog import utc_text
 from history._reads import LastSeq, Plan, Read
 from history._span_tree import (
     ERROR_CHARS,
@@ -147,8 +148,8 @@ def spans_plan(
         "thread_id": thread_id,
         "run_id": run_id,
         "status": root.status if terminal is not None else "running",
-        "started_at": root.start.isoformat(),
-        "ended_at": root.end.isoformat() if root.end is not None else None,
+        "started_at": utc_text(root.start),
+        "ended_at": utc_text(root.end) if root.end is not None else None,
         "duration_ms": run["duration_ms"],
         "error_type": as_str(info.get("error_type")),
         "error": excerpt(info.get("error"), ERROR_CHARS),

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict
 
+from history._catalog import utc_text
 from history._reads import Call, LastSeq, Plan, arun_plan, check_int, run_plan
 from history.errors import ThreadNotFoundError
 from journal.events import RunSummary
@@ -110,8 +111,8 @@ def _run_usage(run: RunSummary) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "status": run.status,
-        "started_at": run.started_at.isoformat(),
-        "ended_at": None if run.ended_at is None else run.ended_at.isoformat(),
+        "started_at": utc_text(run.started_at),
+        "ended_at": None if run.ended_at is None else utc_text(run.ended_at),
         "models": list(run.models),
         "usage": dict(run.usage),
         "llm_calls": run.llm_calls,

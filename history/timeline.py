@@ -56,6 +56,7 @@ from history._catalog import (
     message_id,
     payload_ids,
     summary_message_id,
+    utc_text,
 )
 from history._reads import LastSeq, Plan, Read, arun_plan, check_int, run_plan
 from history.errors import ThreadNotFoundError
@@ -124,7 +125,7 @@ def _base(event: RunEvent) -> dict[str, Any]:
     return {
         "seq": event.seq,
         "run_id": event.run_id,
-        "created_at": event.created_at.isoformat(),
+        "created_at": utc_text(event.created_at),
     }
 
 

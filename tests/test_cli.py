@@ -136,6 +136,44 @@ def test_history_renders_markers_where_the_json_page_has_them(demo_store: tuple[
     assert "▸ city_facts(" in rendered.stdout  # tool calls are folded to one line
 
 
+def test_every_json_output_writes_times_as_the_http_api_does(demo_store: tuple[str, str]) -> None:
+    """`history --json` and `usage --json` write a UTC time as `events --json`, `runs --json`
+    and the HTTP API do (`...Z`), not in a second form (`+00:00`)."""
+    from fastapi.testclient import TestClient
+
+    from history.server import create_app
+
+    url, _ = demo_store
+    times = {e["seq"]: e["created_at"] for e in invoke_json("events", THREAD, "--store", url)}
+    page = invoke_json("history", THREAD, "--store", url, "--limit", "1000")
+    shown = [(i["seq"], i["created_at"]) for i in page["items"] if "created_at" in i]
+    assert shown and all(at == times[seq] and at.endswith("Z") for seq, at in shown), shown
+    with open_store(url) as store, TestClient(create_app(store)) as client:
+        served = client.get(f"/api/threads/{THREAD}/history", params={"limit": 1000}).json()
+        assert [i.get("created_at") for i in served["items"]] == [
+            i.get("created_at") for i in page["items"]
+        ]
+        served_usage = client.get(f"/api/threads/{THREAD}/usage").json()
+    usage = invoke_json("usage", THREAD, "--store", url)
+    stamps = [r["started_at"] for r in usage["by_run"]]
+    assert stamps == [r["started_at"] for r in served_usage["by_run"]] and stamps
+    assert all(stamp.endswith("Z") for stamp in stamps)
+
+
+def test_history_limit_says_its_range_and_refuses_what_the_timeline_cannot_page(
+    demo_store: tuple[str, str],
+) -> None:
+    """`history --limit` shows its 1..MAX_PAGE_LIMIT range in the help and refuses more."""
+    from history.timeline import MAX_PAGE_LIMIT
+
+    url, _ = demo_store
+    shown = invoke_cli("history", "--help")
+    assert f"1<=x<={MAX_PAGE_LIMIT}" in shown.stdout, shown.stdout
+    refused = invoke_cli("history", THREAD, "--store", url, "--limit", str(MAX_PAGE_LIMIT + 1))
+    assert refused.returncode == 2 and "--limit" in refused.stderr, refused
+    assert invoke_json("history", THREAD, "--store", url, "--limit", str(MAX_PAGE_LIMIT))["items"]
+
+
 def test_history_pages_walk_back_with_before_seq(demo_store: tuple[str, str]) -> None:
     """`history` pages back to seq 1 via --before-seq; --no-include-markers drops markers."""
     url, _ = demo_store
@@ -174,6 +212,39 @@ def test_events_filters_and_cursors_carry_the_library_names(demo_store: tuple[st
     assert [e["seq"] for e in page] == expected and len(expected) == 2
     table = run_cli("events", THREAD, "--store", url, "--limit", "3")
     assert table.returncode == 0 and "run.start" in table.stdout
+
+
+@pytest.mark.parametrize("width", ["80", "60"])
+def test_events_and_verify_keep_their_seq_and_run_columns_on_a_narrow_or_piped_output(
+    demo_store: tuple[str, str], tmp_path: Path, width: str
+) -> None:
+    """At 80 columns (a pipe's width) or fewer, every row still shows its seq and its run:
+    the long texts (content, problems) shrink or fold, the numbers never vanish."""
+    from journal import SqliteEventStore
+    from journal.transfer import export_events, import_events
+
+    url, _ = demo_store
+    stored = _read_all(url, THREAD)
+    lines = io.StringIO()
+    with open_store(url) as store:
+        export_events(store, THREAD, lines)
+    changed = lines.getvalue().replace("Lisbon", "Lisboa").encode()  # diverges every call
+    with SqliteEventStore(tmp_path / "changed.db") as target:
+        import_events(target, changed.splitlines(keepends=True))
+    narrow = cli_env(COLUMNS=width)
+    table = run_cli("events", THREAD, "--store", url, "--limit", "5", env=narrow)
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [row.split()[0] for row in rows] == [str(e["seq"]) for e in stored[:5]]
+    assert all(stored[0]["run_id"][:4] in row for row in rows), table.stdout
+    assert all(len(line) <= int(width) for line in table.stdout.splitlines())
+    changed_url = f"sqlite:///{tmp_path / 'changed.db'}"
+    report = json.loads(run_cli("verify", THREAD, "--store", changed_url, "--json").stdout)
+    checked = run_cli("verify", THREAD, "--store", changed_url, env=narrow)
+    assert checked.returncode == 1 and report["diverged"] > 0  # diverged calls fail verify
+    seqs = [line.split()[0] for line in checked.stdout.splitlines() if line[:5].strip().isdigit()]
+    assert seqs == [str(call["seq"]) for call in report["results"]], checked.stdout
+    assert "content_" in checked.stdout  # the problem, folded, not cut off
 
 
 def test_runs_json_lists_each_run_in_order(demo_store: tuple[str, str]) -> None:

@@ -258,7 +258,9 @@ def test_message_items_carry_their_fields() -> None:
     assert tool["name"] == "lookup"
     assert tool["status"] == "success"
     assert tool["run_id"] == "run-1"
-    assert tool["created_at"].endswith("+00:00")
+    record = next(e for e in b.store.read("t") if e.seq == tool["seq"])
+    assert tool["created_at"] == record.model_dump(mode="json")["created_at"]  # "...Z"
+    assert tool["created_at"].endswith("Z")
 
 
 def test_include_markers_false_filters_before_the_limit() -> None:

@@ -212,7 +212,9 @@ def progress_bar(
 
 
 #: Columns that fold on a narrow terminal (ids and texts); the others never wrap.
-_FOLDING: Final = frozenset({"thread_id", "run_id", "run", "content", "models"})
+_FOLDING: Final = frozenset(
+    {"thread_id", "run_id", "run", "content", "model", "models", "problems"}
+)
 
 
 def table(*columns: str) -> Table:

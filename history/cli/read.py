@@ -22,7 +22,7 @@ from history.cli.common import (
     table,
 )
 from history.cli.render import content_text, render_messages, render_timeline
-from history.timeline import build_timeline
+from history.timeline import MAX_PAGE_LIMIT, build_timeline
 from journal.encoding import to_jsonable
 from journal.events import CATEGORIES, RunEvent
 
@@ -64,7 +64,7 @@ def threads(store_url: str, limit: int | None, offset: int, as_json: bool) -> No
 @click.argument("thread_id", metavar="THREAD")
 @store_option
 @click.option("--before-seq", type=click.IntRange(min=1), default=None, help="Items below this.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE_LIMIT), default=50, show_default=True)
 @click.option(
     "--include-markers/--no-include-markers",
     default=True,
@@ -129,8 +129,8 @@ def _event_row(table: Table, event: RunEvent) -> None:
         event.created_at.strftime("%H:%M:%S.%f")[:-3],
         Text(event.run_id[:8]),
         Text(event.event_type),
-        Text(_preview(event)),
-    )
+        Text(_preview(event), no_wrap=True, overflow="ellipsis"),  # one line, the column
+    )  # shrinking first on a narrow terminal
 
 
 def _filter(values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -186,8 +186,6 @@ def events(
         emit_json([e.model_dump(mode="json") for e in found])
         return
     grid = table("seq", "time (UTC)", "run", "event_type", "content")
-    grid.columns[-1].no_wrap = True
-    grid.columns[-1].overflow = "ellipsis"
     for event in found:
         _event_row(grid, event)
     out_console().print(grid if found else Text("no event matches"))

@@ -177,7 +177,8 @@ def recover(spool: Path, store_url: str, batch_size: int, remove: bool, as_json:
     the store is not stored twice, so re-running is safe. Stored lines leave the file; a line
     that is not a spooled event (torn, too deep, invalid) is named by its number and stays,
     as do lines a running app appends meanwhile (both sides lock the file). On a store
-    failure the file stays as it was; a file without any spooled event is a user error.
+    failure the file stays as it was. A file whose lines hold no spooled event is a user
+    error; an empty file recovers nothing and is left as it is.
 
     \b
     Example:
