@@ -98,9 +98,17 @@ class Contents:
                 self._fetched.clear()
             self._fetched[thread_id] = [stored_digest(e.content, e.metadata) for e in events]
 
-    def _stored_digests(self, thread_id: str) -> list[str]:
-        """The digests read ahead for a thread the index meets (none if none were read)."""
-        return self._fetched.pop(thread_id, [])
+    def _stored_digests(self, thread_id: str) -> list[str] | None:
+        """The digests read ahead for a thread the index meets (``None``: not read)."""
+        return self._fetched.pop(thread_id, None)
+
+    def if_stored_before(self, thread_id: str, content: dict[str, Any]) -> Any:
+        """The state order a fresh journal saw first of a thread: ``content`` if the store
+        held messages of the thread before (their state may not be the graph's: a graph
+        without a checkpointer starts each run anew), else ``SKIP`` (a new thread, whose
+        messages are all journaled here in the state's order; or a store that could not be
+        read, which then leaves the order as an earlier process journaled it)."""
+        return content if self._contexts.stored_before(thread_id) else SKIP
 
 
 class ModelOutput(Later):

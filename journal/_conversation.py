@@ -55,6 +55,7 @@ class Conversation:
     """
 
     __slots__ = (
+        "_checked",
         "_contents",
         "_fresh",
         "_held",
@@ -74,6 +75,7 @@ class Conversation:
         self._sink = sink
         self._contents = contents
         self._seen: set[str] = set()
+        self._checked = False  # a state of the thread compared with the journal's order
         self._tools: ToolOrder[Node] = ToolOrder()
         self._order: dict[str, None] = {}
         self._last: dict[str, tuple[BaseMessage, Any]] = {}
@@ -312,9 +314,16 @@ class Conversation:
         if self._unplaced:
             self._place(messages)
         truth = state_ids(messages)
+        first, self._checked = not self._checked, True
+        content: Any = {"all": True, "removed_message_ids": [], "state_message_ids": truth}
         if len(truth) == len(self._order) and truth == list(self._order):
-            return
-        content = {"all": True, "removed_message_ids": [], "state_message_ids": truth}
+            if not first:
+                return
+            # the first state this journal sees of the thread: its order is the journal's,
+            # but an earlier process may have journaled a longer state (a graph without a
+            # checkpointer starts each run with its input alone): kept where the store holds
+            # messages of the thread, by the writer (which reads them)
+            content = Lazy(self._contents.if_stored_before, (self.thread_id, content))
         attribution = {"caller": "agent", "langgraph_step": self._step, "langgraph_node": None}
         self._sink.emit(run, "message", REMOVE_EVENT_TYPE, content, attribution)
         self._order = dict.fromkeys(truth)

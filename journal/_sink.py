@@ -68,7 +68,9 @@ class EventSink:
         with self._lock:
             run.dropped += 1
             self.dropped_events += 1
-        _log.warning("journal_event_dropped", run_id=run.run_id, reason="buffer_full")
+        _log.warning(
+            "journal_event_dropped", run_id=run.run_id, event_type=event_type, reason="buffer_full"
+        )
 
     def run_started(self, run: RunState) -> None:
         """``run`` is going: drops the writer reports for it count in its terminal event."""

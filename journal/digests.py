@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -111,6 +111,9 @@ class _ThreadIndex:
     journaled: dict[str, _Seen] = field(default_factory=dict)  # latest message event per id
     recent: dict[str, _Seen] = field(default_factory=dict)  # last copy a call received per id
     digests: set[str] = field(default_factory=set)  # every digest the journal holds
+    #: whether the store held messages of the thread when this index met it (``None``: it
+    #: could not be read: the store was down, or the journal closing)
+    stored_before: bool | None = False
     calls: dict[str, _LastCall] = field(default_factory=dict)  # the last call per caller
     log: list[str] = field(default_factory=list)  # the id of each change of ``journaled``
 
@@ -208,14 +211,15 @@ class ContextIndex:
     same object, or an equal copy, as middleware that deep-copies the request sends) reuses the
     digest of the message event or of the copy an earlier call received. ``stored_digests``
     tells, once per thread this index meets, the digests of the messages already in the store
-    (a thread journaled by an earlier process), so they are referenced, not inlined again.
+    (a thread journaled by an earlier process), so they are referenced, not inlined again
+    (``None``: they could not be read).
     Bounded: the least recently used threads are forgotten.
     """
 
     def __init__(
         self,
         capacity: int = _THREADS,
-        stored_digests: Callable[[str], Iterable[str]] | None = None,
+        stored_digests: Callable[[str], Collection[str] | None] | None = None,
     ) -> None:
         from journal.messages import message_to_content
 
@@ -228,12 +232,19 @@ class ContextIndex:
         """Whether this index holds ``thread_id`` (its stored digests asked already)."""
         return thread_id in self._threads
 
+    def stored_before(self, thread_id: str) -> bool | None:
+        """Whether the store held messages of ``thread_id`` when this index met it (a thread
+        journaled before this process); ``None`` when that could not be read."""
+        return self._thread(thread_id).stored_before
+
     def _thread(self, thread_id: str) -> _ThreadIndex:
         index = self._threads.get(thread_id)
         if index is None:
             index = self._threads[thread_id] = _ThreadIndex()
             if self._stored_digests is not None:  # a thread journaled before this process
-                index.digests.update(self._stored_digests(thread_id))
+                stored = self._stored_digests(thread_id)
+                index.stored_before = None if stored is None else bool(stored)
+                index.digests.update(stored or ())
             if len(self._threads) > self._capacity:
                 self._threads.popitem(last=False)
         else:

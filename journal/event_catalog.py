@@ -102,6 +102,9 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      next node (or the root's output) is ordered otherwise than the journal
                      recorded it — parallel tasks journaled in completion order, writes of
                      another journal, a graph without a checkpointer; the timeline skips it.
+                     Also once per thread a journal first sees the state of, when the store
+                     held messages of the thread before (another process's runs: a graph
+                     without a checkpointer starts anew, its state its input alone).
                      An edit before a breakpoint (``interrupt_before``/``after``) is applied
                      when the run pauses; one in a step a task interrupted, on resume.
 

@@ -14,6 +14,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from history import replay
 from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
 from tests.fakes import ScriptedChatModel, ai, call, event_types, journaled_message_ids
 from tests.flaky_stores import FlakyStore
@@ -59,6 +60,7 @@ def check_thread(store: RunEventStore, graph: Any, journal: RunJournal, thread: 
     assert event_types(stored, "lifecycle") == ["run.start", "run.end"]
     state = graph.get_state(cfg(journal, thread)).values["messages"]
     assert journaled_message_ids(stored) == [m.id for m in state]
+    assert [m.id for m in replay(store, thread, view="state")] == [m.id for m in state]
     assert len({e.run_id for e in stored}) == 1
 
 

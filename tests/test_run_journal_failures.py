@@ -139,7 +139,10 @@ def test_full_buffer_drops_are_counted(tmp_path: Path) -> None:
     healthy = len(healthy_events(tmp_path))
     spooled = read_spool(spool)
     assert journal.dropped_events > 0
-    assert len(spooled) + journal.dropped_events == healthy
+    # the state order a fresh journal queues at a thread's first state is written only for a
+    # thread stored before (not the healthy run's): dropped here, it counts as a drop too
+    orders = sum(1 for entry in dropped_logs if entry["event_type"] == "message.remove")
+    assert len(spooled) + journal.dropped_events - orders == healthy
     ends = [e for e in spooled if e.event_type == "run.end"]
     if ends:  # when run.end itself was kept, it reports the drops known by then
         assert ends[0].content["dropped_events"] > 0

@@ -150,12 +150,20 @@ def test_resent_history_after_restart_is_not_journaled_twice(
     result = agent.invoke({"messages": [HumanMessage("q0")]}, cfg(first))
     first.close(10)
     second = RunJournal(store, spool_path=tmp_path / "b.jsonl")  # knows nothing of the thread
-    result = agent.invoke({"messages": [*result["messages"], HumanMessage("q1")]}, cfg(second))
+    sent = [*result["messages"], HumanMessage("q1")]
+    result = agent.invoke({"messages": sent}, cfg(second))
     second.close(10)
     stored = store.read("t1")
     humans = [e.content["data"]["content"] for e in stored if e.event_type == "message.human"]
     assert humans == ["q0", "q1"]
-    assert journaled_message_ids(stored) == [m.id for m in result["messages"]]
+    # the second journal writes the first state it saw of a thread stored before: removing
+    # nothing, its order the state's
+    [order] = [e for e in stored if e.event_type == "message.remove"]
+    assert order.content["removed_message_ids"] == []
+    assert order.content["state_message_ids"] == [m.id for m in result["messages"][: len(sent)]]
+    messages = [e for e in stored if e is not order]
+    assert journaled_message_ids(messages) == [m.id for m in result["messages"]]
+    assert [m.id for m in replay(store, "t1", view="state")] == [m.id for m in result["messages"]]
 
 
 def test_command_update_messages_are_journaled(
