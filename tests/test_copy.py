@@ -20,7 +20,7 @@ from journal import (
     SqliteEventStore,
     copy_store,
 )
-from journal.copy import ProgressCallback
+from journal.copy import CopySummary, ProgressCallback
 from journal.postgres import PostgresEventStore
 from journal.testing import ev, many
 from tests.postgres_server import fresh_database_url
@@ -243,15 +243,29 @@ def test_two_objects_of_one_sqlite_file_are_the_same_store(tmp_path: Path) -> No
 
 
 @pytest.mark.postgres
-def test_two_objects_of_one_postgres_database_are_the_same_store(postgres_url: str) -> None:
-    """Two PostgreSQL stores of one database are one store; another database is not."""
+def test_a_copy_onto_its_own_postgres_database_copies_nothing(postgres_url: str) -> None:
+    """Two PostgreSQL stores of one database: the copy finds every event there already (one
+    URL may name two stores, so they are not refused as one), and another database copies."""
     url, other_url = fresh_database_url(postgres_url), fresh_database_url(postgres_url)
     with PostgresEventStore(url) as source, PostgresEventStore(url) as again:
         source.append(many(3, thread_id="t"))
-        with pytest.raises(ValueError, match="same store"):
-            copy_store(source, again)
+        before = source.read("t")
+        assert copy_store(source, again) == CopySummary(threads=1, copied=0, already_present=3)
+        assert source.read("t") == before
         with PostgresEventStore(other_url) as other:
             assert copy_store(source, other).copied == 3
+
+
+def test_a_sqlite_subclass_on_the_same_file_is_the_same_store(tmp_path: Path) -> None:
+    """A subclass of the SQLite store over the same file is still that file."""
+
+    class Audited(SqliteEventStore):
+        pass
+
+    with SqliteEventStore(tmp_path / "a.db") as source, Audited(tmp_path / "a.db") as target:
+        source.append(many(2, thread_id="t"))
+        with pytest.raises(ValueError, match="same store"):
+            copy_store(source, target)
 
 
 def test_cli_copy_onto_the_same_file_is_a_user_error(tmp_path: Path) -> None:
