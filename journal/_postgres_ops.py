@@ -35,6 +35,7 @@ __all__ = [
     "Op",
     "Query",
     "Row",
+    "StoredIds",
     "append_attempts",
     "append_op",
     "backfill_runs_op",
@@ -84,22 +85,44 @@ def to_event(row: Row) -> RunEvent:
 # -- operations (shared by sync and async) ---------------------------------------------------
 
 
+class StoredIds:
+    """What :func:`append_attempts` tells of the ids its appends stored: ``ids``, those the
+    last attempt stored; ``certain``, false when an earlier attempt may have committed too (it
+    ran to its end, then the commit failed: its ids may be found stored by the next)."""
+
+    __slots__ = ("certain", "ids")
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.certain = True
+
+
 def append_attempts(
-    events: Sequence[NewEvent], stored: set[str] | None = None
+    events: Sequence[NewEvent], stored: StoredIds | None = None
 ) -> Callable[[], Op[list[RunEvent]]]:
     """Append operations for successive attempts: optimistic first, then checked.
 
     The first attempt skips looking ids up: a single-thread batch is then one statement, so
     one round trip. If an id is already stored the unique index rejects the whole statement
     (no seq is taken) and every later attempt looks stored ids up first, in a transaction.
-    ``stored`` gets the ids of the events the last attempt stored.
+    ``stored`` is told what the attempts stored.
     """
     attempts = count()
-    return lambda: append_op(events, checked=next(attempts) > 0, stored=stored)
+    ended: list[bool] = []  # each attempt so far: whether it ran to its end (before commit)
+
+    def attempt() -> Op[list[RunEvent]]:
+        if stored is not None and any(ended):
+            stored.certain = False
+        ended.append(False)
+        records = yield from append_op(events, checked=next(attempts) > 0, stored=stored)
+        ended[-1] = True
+        return records
+
+    return attempt
 
 
 def append_op(
-    events: Sequence[NewEvent], *, checked: bool, stored: set[str] | None = None
+    events: Sequence[NewEvent], *, checked: bool, stored: StoredIds | None = None
 ) -> Op[list[RunEvent]]:
     """Append a prepared batch; ``checked`` looks stored ids up first (in a transaction);
     ``stored`` gets the ids of the events it stores."""
@@ -139,12 +162,12 @@ def append_op(
     # into its record in place, and a later thread's failure (the whole transaction rolled
     # back) must leave the batch as it was for the retry and the spool.
     if stored is not None:
-        stored.clear()
+        stored.ids.clear()
     for batch, last in numbered:
         for seq, event in enumerate(batch, start=last - len(batch) + 1):
             known[event.event_id] = stored_record(event, seq, id(event) in mine)
             if stored is not None:
-                stored.add(event.event_id)
+                stored.ids.add(event.event_id)
     return records_in_order(events, known)
 
 

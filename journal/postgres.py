@@ -58,6 +58,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from journal._logging import get_logger
 from journal._postgres_ops import (
     Op,
+    StoredIds,
     append_attempts,
     count_op,
     delete_thread_op,
@@ -171,9 +172,10 @@ class PostgresEventStore(RunEventStore):
     def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
         return self._db.run(append_attempts(events))
 
-    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
-        stored: set[str] = set()
-        return self._db.run(append_attempts(events, stored)), stored
+    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str] | None]:
+        stored = StoredIds()
+        records = self._db.run(append_attempts(events, stored))
+        return records, stored.ids if stored.certain else None  # a lost commit: cannot tell
 
     def _read(self, query: ReadQuery) -> list[RunEvent]:
         return self._db.run(partial(read_op, query))

@@ -85,3 +85,55 @@ def test_an_import_racing_another_process_counts_what_that_process_stored_as_pre
         assert theirs == [[total, 0]]
         assert (ours.imported, ours.already_present) == (0, total)
         assert {t: store.read(t) for t in threads} == expected
+
+
+@pytest.mark.postgres
+def test_a_batch_whose_commit_answer_was_lost_counts_as_imported(
+    postgres_db_url: str, tmp_path: Path
+) -> None:
+    """The server committed the batch, then the connection failed before the client heard:
+    the retry finds the events stored, by this very import, which counts them imported."""
+    from contextlib import contextmanager
+
+    import psycopg
+
+    lines, expected = _exported(tmp_path, ["a"])
+    with PostgresEventStore(postgres_db_url) as store:
+        real = store._db._connection
+        uses: list[int] = []
+
+        @contextmanager
+        def answer_lost_once() -> Any:
+            with real() as conn:
+                yield conn
+            uses.append(1)
+            if len(uses) == 2:  # the batch's append (after its thread's last seq), committed
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        store._db._connection = answer_lost_once  # type: ignore[method-assign]
+        with lines.open("rb") as f:
+            summary = import_events(store, f, batch_size=1000)
+        assert len(uses) >= 3  # retried
+        assert (summary.imported, summary.already_present) == (20, 0)
+        assert store.read("a") == expected["a"]
+
+
+def test_an_import_appends_through_a_subclass_that_changes_append(tmp_path: Path) -> None:
+    """A store subclass that changes ``_append`` (auditing, mirroring) sees every batch an
+    import writes, as any append."""
+    from journal import MemoryEventStore
+
+    class Audited(MemoryEventStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.audited = 0
+
+        def _append(self, events: Any) -> Any:
+            self.audited += len(events)
+            return super()._append(events)
+
+    lines, _ = _exported(tmp_path, ["a", "b"])
+    store = Audited()
+    with store, lines.open("rb") as f:
+        summary = import_events(store, f, batch_size=7)
+        assert summary.imported == store.audited == 40
