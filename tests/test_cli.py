@@ -16,6 +16,7 @@ from rich.console import Console
 from history.cli.render import render_messages, render_timeline
 from journal import NewEvent, open_store
 from journal.spool import Spool
+from journal.testing import ev
 from tests.cli_helpers import (
     assert_user_error,
     cli_env,
@@ -229,16 +230,22 @@ def test_events_and_verify_keep_their_seq_and_run_columns_on_a_narrow_or_piped_o
     with open_store(url) as store:
         export_events(store, THREAD, lines)
     changed = lines.getvalue().replace("Lisbon", "Lisboa").encode()  # diverges every call
+    long_type = "middleware:TrackingSummarizationMiddleware"  # as long as event types get
     with SqliteEventStore(tmp_path / "changed.db") as target:
         import_events(target, changed.splitlines(keepends=True))
+        target.append([ev(THREAD, run_id=stored[-1]["run_id"], category="middleware",
+                          event_type=long_type, content={"n": 1})])  # fmt: skip
+        last = target.read(THREAD)[-5:]
+    changed_url = f"sqlite:///{tmp_path / 'changed.db'}"
     narrow = cli_env(COLUMNS=width)
-    table = run_cli("events", THREAD, "--store", url, "--limit", "5", env=narrow)
+    table = run_cli(
+        "events", THREAD, "--store", changed_url, "--after-seq", str(last[0].seq - 1), env=narrow
+    )
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert [row.split()[0] for row in rows] == [str(e["seq"]) for e in stored[:5]]
-    assert all(stored[0]["run_id"][:4] in row for row in rows), table.stdout
+    assert [row.split()[0] for row in rows] == [str(e.seq) for e in last], table.stdout
+    assert all(e.run_id[:8] in row for e, row in zip(last, rows, strict=True)), table.stdout
     assert all(len(line) <= int(width) for line in table.stdout.splitlines())
-    changed_url = f"sqlite:///{tmp_path / 'changed.db'}"
     report = json.loads(run_cli("verify", THREAD, "--store", changed_url, "--json").stdout)
     checked = run_cli("verify", THREAD, "--store", changed_url, env=narrow)
     assert checked.returncode == 1 and report["diverged"] > 0  # diverged calls fail verify

@@ -213,7 +213,7 @@ def progress_bar(
 
 #: Columns that fold on a narrow terminal (ids and texts); the others never wrap.
 _FOLDING: Final = frozenset(
-    {"thread_id", "run_id", "run", "content", "model", "models", "problems"}
+    {"thread_id", "run_id", "run", "event_type", "content", "model", "models", "problems"}
 )
 
 

@@ -128,9 +128,11 @@ def _event_row(table: Table, event: RunEvent) -> None:
         str(event.seq),
         event.created_at.strftime("%H:%M:%S.%f")[:-3],
         Text(event.run_id[:8]),
-        Text(event.event_type),
-        Text(_preview(event), no_wrap=True, overflow="ellipsis"),  # one line, the column
-    )  # shrinking first on a narrow terminal
+        # one line each, their columns shrinking first on a narrow terminal (a middleware's
+        # event type is long): the seq and the run stay whole
+        Text(event.event_type, no_wrap=True, overflow="ellipsis"),
+        Text(_preview(event), no_wrap=True, overflow="ellipsis"),
+    )
 
 
 def _filter(values: tuple[str, ...]) -> tuple[str, ...] | None:
