@@ -25,8 +25,11 @@ __all__ = ["append_events", "by_event_ids"]
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
 
 
-def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[RunEvent]:
-    """Append a prepared batch on ``conn``; the stored records in input order."""
+def append_events(
+    conn: sqlite3.Connection, events: Sequence[NewEvent], new_ids: set[str] | None = None
+) -> list[RunEvent]:
+    """Append a prepared batch on ``conn``; the stored records in input order (``new_ids``
+    gets the ids of the events it stored)."""
     if type(events) is PreparedBatch:  # the usual batch: its texts and owned, as they are
         texts: Sequence[tuple[str, str]] = events.texts
         owned: Sequence[bool] = events.owned
@@ -36,11 +39,11 @@ def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[
         usable = isinstance(found, list) and len(found) == len(events)
         owned = found if usable else [False] * len(events)
     try:  # optimistic: event ids are almost always new, so skip looking them up
-        return _write(conn, events, texts, owned, look_up=False)
+        return _write(conn, events, texts, owned, look_up=False, new_ids=new_ids)
     except sqlite3.IntegrityError as e:
         if "event_id" not in str(e):
             raise
-    return _write(conn, events, texts, owned, look_up=True)  # a retry: some ids are stored
+    return _write(conn, events, texts, owned, look_up=True, new_ids=new_ids)  # some stored
 
 
 def _write(
@@ -50,6 +53,7 @@ def _write(
     owned: Sequence[bool],
     *,
     look_up: bool,
+    new_ids: set[str] | None = None,
 ) -> list[RunEvent]:
     """One transaction: keep the runs, insert the new events after each head, move it.
 
@@ -116,6 +120,8 @@ def _write(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    if new_ids is not None:
+        new_ids.update(event.__dict__["event_id"] for _, event in numbered)
     if not look_up:  # every event new and once: the records, in order
         return [
             stored_record(event, seq, own)

@@ -225,19 +225,21 @@ class SqliteEventStore(RunEventStore):
 
     # -- writes --------------------------------------------------------------------------------
 
-    def _append(self, events: Sequence[NewEvent]) -> list[RunEvent]:
+    def _append(
+        self, events: Sequence[NewEvent], new_ids: set[str] | None = None
+    ) -> list[RunEvent]:
         # _run, inline: the first attempt needs no closure (most appends find the lock free)
         pool, started = self._pool, monotonic()
         try:
             conn = pool.take()
             try:
                 try:
-                    return append_events(conn, events)
+                    return append_events(conn, events, new_ids)
                 except sqlite3.OperationalError as e:
                     if not is_busy(e):
                         raise
                 return retry_busy(
-                    lambda: append_events(conn, events),
+                    lambda: append_events(conn, events, new_ids),
                     deadline_s=self._retry_deadline,
                     started=started,
                 )
@@ -245,6 +247,10 @@ class SqliteEventStore(RunEventStore):
                 pool.give(conn)
         except sqlite3.Error as e:
             raise translate(e, self.path, "append events") from e
+
+    def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
+        new_ids: set[str] = set()
+        return self._append(events, new_ids), new_ids
 
     def _import_rows(self, batch: ImportBatch) -> tuple[int, int, int]:
         """Store rows read from exported lines (:mod:`journal._sqlite_import`): how many were

@@ -28,17 +28,28 @@ print(json.dumps([summary.imported, summary.already_present]))
 """
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+class _SqliteSubclass(SqliteEventStore):
+    """A SQLite store of an application's own class: appended event by event, not as rows."""
+
+
+@pytest.fixture(
+    params=["sqlite", "sqlite subclass", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A SQLite file, or a fresh PostgreSQL database."""
+    """A SQLite file (its store of the library's class, or of a subclass), or a fresh
+    PostgreSQL database."""
     if request.param == "sqlite":
         return str(tmp_path / "target.db")
+    if request.param == "sqlite subclass":
+        return f"subclass:{tmp_path / 'target.db'}"
     return str(request.getfixturevalue("postgres_db_url"))
 
 
 def _store(place: str) -> RunEventStore:
     if place.startswith("postgresql://"):
         return PostgresEventStore(place)
+    if place.startswith("subclass:"):
+        return _SqliteSubclass(place.removeprefix("subclass:"))
     return SqliteEventStore(place)
 
 
@@ -71,7 +82,7 @@ def test_an_import_racing_another_process_counts_what_that_process_stored_as_pre
         def first_the_other_process(*args: Any) -> Any:
             if not theirs:
                 out = subprocess.run(
-                    [sys.executable, "-c", _IMPORT, place, str(lines)],
+                    [sys.executable, "-c", _IMPORT, place.removeprefix("subclass:"), str(lines)],
                     check=True,
                     capture_output=True,
                     text=True,
