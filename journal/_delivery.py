@@ -36,6 +36,7 @@ class Delivery:
         retry_delays: Sequence[float],
         down_cooldown: float,
         dropped: Callable[[str, int], None],
+        may_spool: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -47,6 +48,9 @@ class Delivery:
         self._known_inputs = KnownInputs(store)
         self._down_until = 0.0
         self._stopped = False
+        #: asked right before a written batch goes to the spool: whether this side spools it
+        #: (``False``: close took it, and spools it; asked once, it is this side's alone)
+        self._may_spool = may_spool
 
     def stop(self) -> None:
         """Stop retrying and spooling from the writer thread (close spools what is left)."""
@@ -84,7 +88,7 @@ class Delivery:
             self._down_until = time.monotonic() + self.down_cooldown
             to_spool = [*to_spool, *to_store]
             to_spool.sort(key=lambda e: e.created_at)  # keep buffer order across the split
-        if to_spool and not self._stopped:  # stopped: close spooled the batch already
+        if to_spool and not self._stopped and self._may_spool():  # else close spools them
             self.to_spool(to_spool)
 
     def to_spool(self, events: Sequence[NewEvent]) -> bool:

@@ -114,6 +114,7 @@ class Writer:
             retry_delays=retry_delays,
             down_cooldown=down_cooldown,
             dropped=self._dropped,
+            may_spool=self._keep_in_flight,
         )
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
@@ -228,6 +229,15 @@ class Writer:
             return True
         _log.warning("journal_close_spooling", path=str(self.spool.path), count=len(events))
         return self._delivery.to_spool(events)
+
+    def _keep_in_flight(self) -> bool:
+        """The writer spools its batch in flight itself, unless close took it: one of the two
+        spools it, never both (writer thread, before it spools)."""
+        with self._state:
+            if self._abandoned:
+                return False
+            self._in_flight = []
+            return True
 
     def _run_control(self, control: _Control, timeout: float | None) -> bool:
         if self._closed:  # no writer thread to hand it to: once it has stopped, run it here

@@ -230,3 +230,32 @@ def test_exit_while_postgres_is_down_spools_every_queued_event(tmp_path: Path) -
                 assert_in_time_order(events)
     finally:
         server.stop()
+
+
+def test_close_while_the_writer_is_spooling_spools_each_event_once(tmp_path: Path) -> None:
+    """The writer is writing its batch to the spool (the store down) when close gives up on
+    it: close must not spool that batch a second time, nor count it twice."""
+    spool_path = tmp_path / "spool.jsonl"
+    journal = RunJournal(FlakyStore(down=True), spool_path=spool_path, retry_delays=(0.01,))
+    entered, go = threading.Event(), threading.Event()
+    real_append = journal.spool.append
+
+    def slow_on_the_writer(events: Sequence[NewEvent]) -> None:
+        if threading.current_thread().name == "runjournal-writer" and not entered.is_set():
+            entered.set()  # past every check: the writer is spooling its batch
+            go.wait(10)
+        real_append(events)
+
+    journal.spool.append = slow_on_the_writer  # type: ignore[method-assign]
+    run_agent(journal)
+    journal._writer.wake()
+    assert entered.wait(10)
+    journal.close(timeout=0.2)  # gives up on the writer, spools what is left
+    go.set()
+    writer = journal._writer._thread
+    assert writer is not None
+    writer.join(10)
+    lines = read_spool(spool_path)
+    ids = [e.event_id for e in lines]
+    assert len(ids) == len(set(ids)), "events spooled twice"
+    assert journal.spooled_events == len(ids)
