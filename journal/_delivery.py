@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from journal._batch import KnownEvents
 from journal._known_inputs import KnownInputs, select
@@ -36,21 +37,22 @@ class Delivery:
         retry_delays: Sequence[float],
         down_cooldown: float,
         dropped: Callable[[str, int], None],
-        may_spool: Callable[[], bool] = lambda: True,
+        claim_spool: Callable[[], AbstractContextManager[bool]] = lambda: nullcontext(True),
     ) -> None:
         self.store = store
         self.spool = spool
         self.retry_delays = tuple(retry_delays)
         self.down_cooldown = down_cooldown
         self.spooled_count = 0
+        self.spool_failures = 0  # appends to the spool that failed (their events dropped)
         self._dropped = dropped
         self._spooled_threads: set[str] = set()
         self._known_inputs = KnownInputs(store)
         self._down_until = 0.0
         self._stopped = False
-        #: asked right before a written batch goes to the spool: whether this side spools it
-        #: (``False``: close took it, and spools it; asked once, it is this side's alone)
-        self._may_spool = may_spool
+        #: entered right before a written batch goes to the spool, for as long as it goes:
+        #: whether this side spools it (``False``: close took it, and spools it)
+        self._claim_spool = claim_spool
 
     def stop(self) -> None:
         """Stop retrying and spooling from the writer thread (close spools what is left)."""
@@ -88,8 +90,10 @@ class Delivery:
             self._down_until = time.monotonic() + self.down_cooldown
             to_spool = [*to_spool, *to_store]
             to_spool.sort(key=lambda e: e.created_at)  # keep buffer order across the split
-        if to_spool and not self._stopped and self._may_spool():  # else close spools them
-            self.to_spool(to_spool)
+        if to_spool and not self._stopped:
+            with self._claim_spool() as ours:  # else close took the batch, and spools it
+                if ours:
+                    self.to_spool(to_spool)
 
     def to_spool(self, events: Sequence[NewEvent]) -> bool:
         """Append ``events`` to the spool; ``False`` (they are counted as dropped) if it fails."""
@@ -104,6 +108,7 @@ class Delivery:
             )
             for event in events:
                 self._dropped(event.run_id, 1)
+            self.spool_failures += 1
             return False
         self._spooled_threads.update(e.thread_id for e in events)
         self.spooled_count += len(events)

@@ -39,7 +39,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from journal._batch import KnownEvents
@@ -114,7 +115,7 @@ class Writer:
             retry_delays=retry_delays,
             down_cooldown=down_cooldown,
             dropped=self._dropped,
-            may_spool=self._keep_in_flight,
+            claim_spool=self._spooling_in_flight,
         )
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
@@ -122,6 +123,8 @@ class Writer:
         # held while taking a batch and while building it (no I/O), and to abandon the
         # writer at close; between the two, the batch taken is in _taken
         self._state = threading.Lock()
+        # held while the writer spools its batch in flight (never with _state held on the way)
+        self._spooling = threading.Lock()
         self._abandoned = False
         self._taken: list[Pending] = []
         self._in_flight: list[NewEvent] = []
@@ -191,13 +194,16 @@ class Writer:
 
         Waits at most ``timeout`` seconds (``None``: ``close_timeout``) for the store, also to
         replay the spool when the store is back; then writes whatever is left, the batch in
-        flight included, to the spool before returning. Returns ``False`` only if some event
-        could be neither stored nor spooled (it is counted as dropped). Later puts are refused.
+        flight included, to the spool before returning (after the spool write of a batch the
+        writer thread had begun, which it waits for: a batch goes to the spool once, and
+        before what was queued after it). Returns ``False`` only if some event could be
+        neither stored nor spooled (it is counted as dropped). Later puts are refused.
         """
         if self._closed:
             return True
         budget = self.close_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
+        failures = self._delivery.spool_failures
         if self.before_close is not None:  # last events of the owner (also at exit)
             try:
                 self.before_close()
@@ -206,11 +212,11 @@ class Writer:
         done = self._run_control(_Control(self._delivery.drain_spool), budget)
         self._closed = True
         self._wake.set()
-        ok = True if done else self._abandon()
+        ok = True if done else self._abandon()  # (after the writer's spooling, if any)
         thread = self._thread
         if thread is not None:
             thread.join(max(0.0, deadline - time.monotonic()))
-        return ok
+        return ok and self._delivery.spool_failures == failures
 
     def _abandon(self) -> bool:
         """Spool, from the calling thread, the batch in flight and everything still queued."""
@@ -225,19 +231,23 @@ class Writer:
             events = [*events, *self._build(pending)]
         for control in controls:
             control.done.set()
-        if not events:
-            return True
-        _log.warning("journal_close_spooling", path=str(self.spool.path), count=len(events))
-        return self._delivery.to_spool(events)
+        with self._spooling:  # after the batch the writer is spooling, if it is
+            if not events:
+                return True
+            _log.warning("journal_close_spooling", path=str(self.spool.path), count=len(events))
+            return self._delivery.to_spool(events)
 
-    def _keep_in_flight(self) -> bool:
-        """The writer spools its batch in flight itself, unless close took it: one of the two
-        spools it, never both (writer thread, before it spools)."""
-        with self._state:
-            if self._abandoned:
-                return False
-            self._in_flight = []
-            return True
+    @contextmanager
+    def _spooling_in_flight(self) -> Iterator[bool]:
+        """Whether the writer spools its batch in flight itself (close did not take it),
+        held while it does: close, which spools what is left after it, waits for it, so a
+        batch is spooled once and a thread's events in their order (writer thread)."""
+        with self._spooling:
+            with self._state:
+                ours = not self._abandoned
+                if ours:
+                    self._in_flight = []
+            yield ours
 
     def _run_control(self, control: _Control, timeout: float | None) -> bool:
         if self._closed:  # no writer thread to hand it to: once it has stopped, run it here

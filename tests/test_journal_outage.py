@@ -232,9 +232,12 @@ def test_exit_while_postgres_is_down_spools_every_queued_event(tmp_path: Path) -
         server.stop()
 
 
-def test_close_while_the_writer_is_spooling_spools_each_event_once(tmp_path: Path) -> None:
-    """The writer is writing its batch to the spool (the store down) when close gives up on
-    it: close must not spool that batch a second time, nor count it twice."""
+def test_close_while_the_writer_is_spooling_spools_each_event_once_and_in_order(
+    tmp_path: Path,
+) -> None:
+    """The writer is writing its batch to the spool (the store down, the spool slow) when
+    close gives up on it: when close returns (as at exit, where the writer dies with the
+    process) every event is in the spool, once, the batch before what was queued after it."""
     spool_path = tmp_path / "spool.jsonl"
     journal = RunJournal(FlakyStore(down=True), spool_path=spool_path, retry_delays=(0.01,))
     entered, go = threading.Event(), threading.Event()
@@ -247,15 +250,47 @@ def test_close_while_the_writer_is_spooling_spools_each_event_once(tmp_path: Pat
         real_append(events)
 
     journal.spool.append = slow_on_the_writer  # type: ignore[method-assign]
-    run_agent(journal)
+    run_agent(journal, question="first")
     journal._writer.wake()
     assert entered.wait(10)
-    journal.close(timeout=0.2)  # gives up on the writer, spools what is left
-    go.set()
+    run_agent(journal, question="second")  # queued behind the batch being spooled
+    threading.Timer(0.5, go.set).start()  # the spool write takes longer than close's budget
+    assert journal.close(timeout=0.2)
+    spooled = read_spool(spool_path)  # at close's return: nothing left to a dying writer
     writer = journal._writer._thread
     assert writer is not None
     writer.join(10)
-    lines = read_spool(spool_path)
-    ids = [e.event_id for e in lines]
+    assert read_spool(spool_path) == spooled, "the writer spooled after close returned"
+    ids = [e.event_id for e in spooled]
     assert len(ids) == len(set(ids)), "events spooled twice"
-    assert journal.spooled_events == len(ids)
+    assert journal.spooled_events == len(ids) and journal.dropped_events == 0
+    humans = [e.content["data"]["content"] for e in spooled if e.event_type == "message.human"]
+    assert humans == ["first", "second"]
+    stamps = [e.created_at for e in spooled]
+    assert stamps == sorted(stamps)
+
+
+def test_close_says_so_when_the_batch_the_writer_spools_is_lost(tmp_path: Path) -> None:
+    """The writer's spool write of its batch fails (a full disk) while close waits for it:
+    close returns False and the batch counts as dropped, as its own spool failure would."""
+    import errno
+
+    journal = RunJournal(FlakyStore(down=True), spool_path=tmp_path / "s.jsonl",
+                         retry_delays=(0.01,))  # fmt: skip
+    entered, go = threading.Event(), threading.Event()
+    real_append = journal.spool.append
+
+    def full_disk_on_the_writer(events: Sequence[NewEvent]) -> None:
+        if threading.current_thread().name == "runjournal-writer" and not entered.is_set():
+            entered.set()
+            go.wait(10)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_append(events)
+
+    journal.spool.append = full_disk_on_the_writer  # type: ignore[method-assign]
+    run_agent(journal)
+    journal._writer.wake()
+    assert entered.wait(10)
+    threading.Timer(0.5, go.set).start()
+    assert journal.close(timeout=0.2) is False
+    assert journal.dropped_events > 0 and journal.spooled_events == 0
