@@ -11,7 +11,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage, convert_to_messages
+from langgraph.types import Overwrite
 
+from journal._edits import OVERWRITTEN
 from journal.catalog import is_summary_message
 
 __all__ = [
@@ -47,10 +49,25 @@ _MAX_TOKENS: Final = 2**53
 _NO_DETAILS: Final[dict[str, Any]] = {}
 _MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
 _SCALARS: Final = frozenset({str, int, float, bool})
+_OVERWRITE: Final = "__overwrite__"  # LangGraph's tag of an Overwrite as a dict
 
 
 def _new_id() -> str:
     return str(uuid.uuid4())
+
+
+def _overwrite(raw: Any) -> tuple[bool, Any]:
+    """Whether a write's value bypasses the reducer, and the value it sets: an ``Overwrite``
+    or one of the dict forms LangGraph reads as one (``{"__overwrite__": value}``, and the
+    JSON form ``{"type": "__overwrite__", "value": value}``)."""
+    if isinstance(raw, Overwrite):
+        return True, raw.value
+    if isinstance(raw, dict):
+        if len(raw) == 1 and _OVERWRITE in raw:
+            return True, raw[_OVERWRITE]
+        if raw.get("type") == _OVERWRITE and "value" in raw:
+            return True, raw["value"]
+    return False, None
 
 
 def _normalise(
@@ -64,9 +81,14 @@ def _normalise(
     ``written``: LangGraph has already taken the value (a node's output), so only what can be
     changed in place is: a list's items, a dict's ``id``; a message-like value it cannot reach
     comes back without an id (the state's id becomes known when the state is next seen).
-    ``RemoveMessage`` items are left out unless ``keep_removals``.
+    ``RemoveMessage`` items are left out unless ``keep_removals``. An overwrite (see
+    :func:`_overwrite`) is read as its value, each item in the state as it is (no reducer
+    runs on it), led by :data:`journal._edits.OVERWRITTEN` when ``keep_removals``.
     """
     raw = container.get(key)
+    overwrite, value = _overwrite(raw)
+    if overwrite:
+        return _overwritten(value, keep_removals)
     if raw is None:
         return []
     if isinstance(raw, BaseMessage | str | dict) or (
@@ -106,17 +128,39 @@ def _normalise(
     return out
 
 
+def _overwritten(value: Any, keep_removals: bool) -> list[BaseMessage]:
+    """The messages an overwrite sets the state to (see :func:`_normalise`).
+
+    LangGraph stores the value itself, so only what is changed in place reaches the state:
+    a message object's id, a list's items (a message-like item becomes the message, as the
+    reducer would make it at the next write). A ``RemoveMessage`` in it removes nothing."""
+    messages = _normalise({"messages": value}, "messages", written=True)
+    return [OVERWRITTEN, *messages] if keep_removals else messages
+
+
 def assign_input_ids(inputs: Any) -> list[BaseMessage]:
     """The messages of a root input, each with the id the state will hold (set in place).
 
-    The input is a state dict, or a ``Command`` whose ``update`` dict adds messages.
+    The input is a state dict, or a ``Command`` whose ``update`` dict adds messages. An
+    input that overwrites the state (see :func:`_overwrite`) starts with
+    :data:`journal._edits.OVERWRITTEN`.
     """
+    update = _input_update(inputs)
+    if update is None:
+        return []
+    overwrite, value = _overwrite(update.get("messages"))
+    return _overwritten(value, keep_removals=True) if overwrite else _normalise(update, "messages")
+
+
+def _input_update(inputs: Any) -> dict[str, Any] | None:
+    """The dict a root input writes to the state: the input itself, or a ``Command``'s
+    ``update``."""
     if isinstance(inputs, dict):
-        return _normalise(inputs, "messages")
+        return inputs
     update = getattr(inputs, "update", None)  # langgraph.types.Command
     if isinstance(update, dict) and hasattr(inputs, "resume"):
-        return _normalise(update, "messages")
-    return []
+        return update
+    return None
 
 
 def tool_call_id_of(message: BaseMessage) -> str | None:
@@ -208,6 +252,8 @@ def node_writes(output: Any) -> NodeWrites:
 
 def _removes(update: dict[str, Any]) -> bool:
     raw = update.get("messages")
+    if _overwrite(raw)[0]:
+        return True
     for item in raw if isinstance(raw, list | tuple) else (raw,):
         if isinstance(item, BaseMessage) and item.type == "remove":
             return True

@@ -23,8 +23,10 @@ from journal._capture import (
 )
 from journal._contents import Contents
 from journal._edits import (
+    OVERWRITTEN,
     AppliedEdit,
     HeldWrite,
+    apply_write,
     inferred_summary,
     replay_order,
     settle_step,
@@ -90,12 +92,21 @@ class Conversation:
 
     def root_started(self, user: Node, messages: list[BaseMessage], command: bool) -> None:
         """A root run started with input ``messages`` (``command``: a ``Command``'s update,
-        whose messages are all new). ``user`` carries the run and its attribution."""
+        whose messages are all new; led by ``OVERWRITTEN``: they replace the state).
+        ``user`` carries the run and its attribution."""
         self._fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
+        if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
+            before = list(self._order)
+            self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
+            return
         for message in messages:
             # a resent history's answers and summaries were journaled when they were produced
             if (command or message.type == "human") and not is_summary(message):
-                self._add(user, message, "user")
+                # the same id with another content: the user edited it (a client that keeps
+                # its ids), and the state replaces it
+                last = self._last.get(str(message.id))
+                edited = last is not None and last[1] != message.content
+                self._add(user, message, "user", replace=edited)
             else:
                 mid = str(message.id)
                 self._seen.add(mid)

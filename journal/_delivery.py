@@ -83,7 +83,7 @@ class Delivery:
             to_spool, to_store = list(events), KnownEvents()
         elif spooled:
             to_spool = [e for e in events if e.thread_id in spooled]
-            to_store = select(events, lambda e: e.thread_id not in spooled)
+            to_store = select(events, lambda e: None if e.thread_id in spooled else e)
         else:
             to_spool, to_store = [], events
         if to_store and not self._append_with_retry(to_store):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from journal.messages import message_to_content
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from journal._run_state import Node
 
 __all__ = [
+    "OVERWRITTEN",
     "AppliedEdit",
     "HeldWrite",
     "Outcome",
@@ -32,6 +33,12 @@ __all__ = [
     "state_ids",
     "task_order_key",
 ]
+
+
+#: The first item of a write that bypasses the reducer (``langgraph.types.Overwrite``), read
+#: as the rewrite it is: LangGraph sets the state to the value as it is, and ignores every
+#: other write to ``messages`` of the superstep after it (before it: replaced by it).
+OVERWRITTEN: Final = RemoveMessage(id=REMOVE_ALL_MESSAGES)
 
 
 @dataclass(slots=True)
@@ -180,6 +187,8 @@ def settle_step(
             outcome = apply_write(current, write)
             edits.append(AppliedEdit(item.node, current, outcome))
             current = list(outcome.order)  # later messages of the step must not alias it
+            if write and write[0] is OVERWRITTEN:  # the step's later writes are ignored
+                return edits, current
     return edits, current
 
 

@@ -4,6 +4,10 @@ A caller without a checkpointer resends the whole history every run. Within one 
 journal's per-thread memory skips messages it already journaled; after a restart that memory is
 empty, so the writer also asks the store, once per thread, which ``message.human`` ids it holds
 and drops repeats. This runs on the writer thread (it does I/O), never on the callback path.
+
+A repeat is the same message id with a digest one of the thread's stored versions has; the
+same id with another content is the user's edit of the message (a client that keeps its
+ids): journaled as a ``replacement``, as the journal does when it remembers the message.
 """
 
 from __future__ import annotations
@@ -15,10 +19,15 @@ from typing import Final
 from journal._batch import KnownEvents
 from journal._logging import get_logger
 from journal.catalog import stored_message_id
-from journal.events import NewEvent
+from journal.digests import stored_digest
+from journal.encoding import NOT_PLAIN
+from journal.events import NewEvent, RunEvent
 from journal.store import RunEventStore
 
-__all__ = ["KnownInputs", "message_id_of", "select"]
+__all__ = ["KnownInputs", "Versions", "as_edit", "message_id_of", "select", "versions"]
+
+#: A thread's stored inputs: message id -> the digests of its stored versions.
+Versions = dict[str, set[str]]
 
 _log = get_logger(__name__)
 _CAPACITY: Final = 4096
@@ -27,16 +36,47 @@ _CAPACITY: Final = 4096
 message_id_of = stored_message_id  # the catalog's rule, under the name the writer uses
 
 
-def select(events: KnownEvents, keep: Callable[[NewEvent], bool]) -> KnownEvents:
-    """The events of ``events`` that ``keep`` accepts, with their hints, in order
-    (``events`` itself when it keeps them all)."""
+def versions(stored: list[RunEvent]) -> Versions:
+    """The versions of each input message of ``stored`` (a thread's ``message.human``
+    events)."""
+    out: Versions = {}
+    for event in stored:
+        mid = message_id_of(event.content)
+        if mid is not None:
+            out.setdefault(mid, set()).add(stored_digest(event.content, event.metadata))
+    return out
+
+
+def as_edit(event: NewEvent, known: Versions) -> NewEvent | None:
+    """``event`` (a ``message.human``) as it is to be stored given the thread's ``known``
+    versions (updated): itself for a new message, ``None`` for a repeat, a ``replacement``
+    for another version of a known one."""
+    mid = message_id_of(event.content)
+    if mid is None:
+        return event
+    digest = stored_digest(event.content, event.metadata)
+    seen = known.get(mid)
+    if seen is None:
+        known[mid] = {digest}
+        return event
+    if digest in seen:
+        return None
+    seen.add(digest)
+    return event.model_copy(update={"metadata": {**event.metadata, "replacement": True}})
+
+
+def select(events: KnownEvents, keep: Callable[[NewEvent], NewEvent | None]) -> KnownEvents:
+    """The events of ``events`` that ``keep`` returns (``None``: left out; another event:
+    in its place), with their hints, in order (``events`` itself when it keeps them all)."""
     kept = [keep(event) for event in events]
-    if all(kept):
+    if all(new is old for new, old in zip(kept, events, strict=True)):
         return events
     out = KnownEvents(handed_over=events.handed_over)
-    for event, hints, ok in zip(events, events.hints, kept, strict=True):
-        if ok:
+    for event, hints, new in zip(events, events.hints, kept, strict=True):
+        if new is event:
             out.add(event, *hints)
+        elif new is not None:  # its metadata changed: encoded by the rules
+            out.add(new, hints[0], NOT_PLAIN)
     return out
 
 
@@ -45,9 +85,9 @@ class KnownInputs:
 
     def __init__(self, store: RunEventStore) -> None:
         self._store = store
-        self._threads: OrderedDict[str, set[str]] = OrderedDict()
+        self._threads: OrderedDict[str, Versions] = OrderedDict()
 
-    def _known(self, thread_id: str, ask_store: bool) -> set[str] | None:
+    def _known(self, thread_id: str, ask_store: bool) -> Versions | None:
         known = self._threads.get(thread_id)
         if known is not None:
             self._threads.move_to_end(thread_id)
@@ -58,8 +98,7 @@ class KnownInputs:
             stored = self._store.read(thread_id, event_type="message.human")
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
-        known = {mid for e in stored if (mid := message_id_of(e.content)) is not None}
-        self._threads[thread_id] = known
+        known = self._threads[thread_id] = versions(stored)
         if len(self._threads) > _CAPACITY:
             self._threads.popitem(last=False)
         return known
@@ -73,19 +112,17 @@ class KnownInputs:
         """
         asking = ask_store
 
-        def keep(event: NewEvent) -> bool:
+        def keep(event: NewEvent) -> NewEvent | None:
             nonlocal asking
             if event.event_type != "message.human" or event.metadata.get("replacement"):
-                return True
+                return event
             known = self._known(event.thread_id, asking)
             if known is None:
                 asking = False  # one failed look-up per batch, not one per thread
-            message_id = message_id_of(event.content)
-            if known is not None and message_id is not None:
-                if message_id in known:
-                    _log.info("journal_input_already_stored", run_id=event.run_id)
-                    return False
-                known.add(message_id)
-            return True
+                return event
+            kept = as_edit(event, known)
+            if kept is None:
+                _log.info("journal_input_already_stored", run_id=event.run_id)
+            return kept
 
         return select(events, keep)

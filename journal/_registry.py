@@ -88,6 +88,7 @@ class RunRegistry:
             in_tool=parent is not None and (parent.is_tool or parent.in_tool),
             parent_span=parent_span,
             span=str(run_id) if traced or tool or top else parent_span,
+            namespace=md.get("langgraph_checkpoint_ns"),
         )
         node.task = node if top else (parent.task if parent is not None else None)
         self._nodes[run_id] = node

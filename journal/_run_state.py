@@ -117,6 +117,7 @@ class Node:
     # outputs of model calls made in this node of the root graph, waiting for it to end
     outputs: list[Any] | None = None
     kind: int = -1  # the plain kind of its attribution values, once known (see below)
+    namespace: str | None = None  # its LangGraph checkpoint namespace, if it has one
 
     def attribution_kind(self) -> int:
         """The ``plain_kind`` hint of its attribution values (``caller``, step, node and
@@ -180,8 +181,10 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
     """``(caller, top)`` of a run started under ``parent`` (``None``: directly under the root).
 
     A node of the root graph is ``agent``, or ``middleware:<Class>`` for a middleware hook node
-    (``create_agent`` names them ``<Class>.<hook>``). Anything inside a nested graph (its
-    checkpoint namespace has a ``|``) is ``subagent:<name of the nested graph>``.
+    (``create_agent`` names them ``<Class>.<hook>``). Anything inside a nested graph is
+    ``subagent:<name of the nested graph>``: its checkpoint namespace has a ``|``, or (a graph
+    with a checkpointer of its own, called from a tool or a node) it has a namespace of its
+    own, not its parent's.
     """
     if parent is None:
         node = str(metadata.get("langgraph_node") or name)
@@ -189,10 +192,12 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
             return f"middleware:{node.split('.', 1)[0]}", True
         return "agent", True
     caller = parent.caller or "agent"
-    if not caller.startswith("subagent:") and "|" in str(
-        metadata.get("langgraph_checkpoint_ns") or ""
-    ):
-        caller = f"subagent:{parent.name}"
+    if not caller.startswith("subagent:"):
+        namespace = metadata.get("langgraph_checkpoint_ns")
+        if namespace and (
+            "|" in str(namespace) or (parent.namespace and namespace != parent.namespace)
+        ):
+            caller = f"subagent:{parent.name}"
     return caller, False
 
 

@@ -95,6 +95,24 @@ class _Seen(NamedTuple):
         return self.content is self.message.content and self.message == message
 
 
+def _traced_copy(seen: _Seen | None, message: BaseMessage) -> bool:
+    """Whether ``message`` is the copy LangChain traces of the journaled message ``seen``
+    (unchanged since): a chat model's callbacks get its messages with image and file blocks
+    in another format (``_format_for_tracing``), and the model the messages themselves."""
+    if seen is None or type(message.content) is not list:
+        return False
+    original = seen.message
+    if seen.content is not original.content or type(original.content) is not list:
+        return False
+    # (imported here: the readers import this module without LangChain's models)
+    try:
+        from langchain_core.language_models.chat_models import _format_for_tracing
+    except ImportError:  # pragma: no cover - a LangChain that traces the messages themselves
+        return False
+    traced = _format_for_tracing([original])[0]
+    return traced is not original and traced == message
+
+
 @dataclass(slots=True)
 class _LastCall:
     llm_run_id: str
@@ -299,6 +317,9 @@ class ContextIndex:
             mid = message.id
             known = journaled.get(mid) if mid is not None else None
             if known is None or not known.matches(message):
+                if _traced_copy(known, message):  # the model received the journaled one
+                    entries.append((mid, known.digest))  # type: ignore[union-attr]
+                    continue
                 known = recent.get(mid) if mid is not None else None
                 if known is None or not known.matches(message):
                     content = self._to_content(message)

@@ -54,6 +54,7 @@ __all__ = [
     "container_kind",
     "dumps",
     "dumps_plain",
+    "dumps_record",
     "encode_plain",
     "jsonable_with_kind",
     "loads",
@@ -388,6 +389,15 @@ def _dump_object(value: Any) -> Any:
 def dumps(value: Any) -> str:
     """Encode ``value`` to canonical JSON text: sorted keys, no whitespace, UTF-8 kept as is."""
     return _canonical(to_jsonable(value))
+
+
+def dumps_record(fields: Mapping[str, Any]) -> str:
+    """The canonical JSON of an object of ``fields`` (string keys), each value encoded as a
+    document of its own: its depth counts from itself (an event's content nests as deep as
+    a store takes it, one level more in the line). Equal to :func:`dumps` of ``fields``
+    wherever no value nests ``MAX_DEPTH`` levels."""
+    items = ",".join(f"{_canonical(key)}:{dumps(fields[key])}" for key in sorted(fields))
+    return "{" + items + "}"
 
 
 # One shared encoder: json.dumps with options builds a new one per call, a hot-path cost.

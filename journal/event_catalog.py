@@ -7,7 +7,10 @@ rule) are constants in :mod:`journal.catalog`; the event model is :mod:`journal.
 Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
 the trace, message and middleware categories carries ``caller`` (``"agent"``,
 ``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
-``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node).
+``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node). A subagent is a
+graph run inside the root graph: a compiled graph used as a node, or one a tool or a node
+invokes, with or without a checkpointer of its own (LangGraph gives that one a checkpoint
+namespace of its own, which is how it is told from the root graph's own runs).
 
 Every trace and middleware event's metadata also carries ``parent_span_run_id``
 (``journal.catalog.PARENT_SPAN_KEY``): the LangChain run id of the event's nearest *traced*
@@ -58,10 +61,15 @@ of the state without writing it back) is in the journal, one made after is not; 
 that receives the edited message records it in its ``llm.start`` context (a request-only
 edit), so replay is exact either way. To journal an edit for sure, write the message back.)
   ``message.human``  the run's new input messages, at run start; an id already journaled in
-                     the thread is never recorded again (callers that resend the history;
-                     after a restart the writer checks the store once per thread), nor is a
-                     resent summary message. The messages of a ``Command`` input's
-                     ``update`` are new: each is journaled (``message.*`` of its type).
+                     the thread is not recorded again with the same content (callers that
+                     resend the history; after a restart the writer checks the store once
+                     per thread), nor is a resent summary message. The same id with another
+                     content is the user's edit (a client that keeps its ids: "edit and
+                     regenerate"; the state replaces the message): journaled again with
+                     metadata ``replacement: true``, also after a restart or from the spool
+                     (the store's versions of the id tell it from a repeat). The messages
+                     of a ``Command`` input's ``update`` are new: each is journaled
+                     (``message.*`` of its type).
                      Input messages without an id get one in place before LangGraph maps the
                      input, so the state keeps it. metadata ``caller: "user"``.
   ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
@@ -87,12 +95,24 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      once the state shows the id LangGraph gave it.
                      Known limits: a message mutated in place and not written back is no
                      replacement (its content is as the writer finds it, see above); a rewrite
-                     whose list repeats an id keeps it once.
+                     whose list repeats an id keeps it once; messages of parallel tasks that
+                     are no tool results of one call list (``Send`` fan-out, the messages of
+                     a tool's ``Command`` next to another call's result) are journaled as
+                     their tasks end: the timeline shows them in that order, the order event
+                     after their step gives the state's (replay follows it); a message added
+                     with ``graph.update_state`` outside a run is not journaled (no callback
+                     sees it): the state view lacks it, a model call that received it records
+                     it in its context.
   ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
                      summarization: content ``{"removed_message_ids"}`` for removals by id,
                      ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
                      rewrite (``RemoveMessage(REMOVE_ALL_MESSAGES)`` + a list: the state's
-                     order after it; its new messages follow as ``message.*`` events). Edits
+                     order after it; its new messages follow as ``message.*`` events). A
+                     write that bypasses the reducer (``langgraph.types.Overwrite``, or the
+                     dict forms LangGraph reads as one) is such a rewrite, by a node or by
+                     the run's input; LangGraph ignores the other writes of its superstep,
+                     and so does the order journaled after it (a message one of them wrote
+                     stays journaled, outside the state). Edits
                      are journaled once LangGraph applied their superstep (when the next
                      one starts or the root ends; a failed superstep's edits never are), in
                      task-path order; when messages of other tasks of the step interleave,

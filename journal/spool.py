@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from journal._known_inputs import message_id_of
+from journal._known_inputs import Versions, as_edit, message_id_of, versions
 from journal._logging import get_logger
-from journal.encoding import dumps
+from journal.digests import stored_digest
+from journal.encoding import dumps, dumps_record
 from journal.events import NewEvent
 from journal.store import RunEventStore
 
@@ -134,7 +135,12 @@ class Spool:
         An event that is not valid is written anyway; recovery names and keeps its line.
         """
         data = "".join(  # a record's seq stays out: it is no part of the event to store
-            dumps(e.model_dump(mode="json", exclude=_SEQ) if isinstance(e, NewEvent) else e) + "\n"
+            (
+                dumps_record(e.model_dump(mode="json", exclude=_SEQ))
+                if isinstance(e, NewEvent)
+                else dumps(e)
+            )
+            + "\n"
             for e in events
         ).encode("utf-8")
         with _locked(self.path):
@@ -319,19 +325,24 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     A journal restarted while the store was down cannot tell which inputs of a resent history
     are stored, so it spools them all; the store tells at replay time.
     """
-    stored: dict[str, dict[str, str]] = {}  # thread -> message id -> event id
+    # thread -> (message id -> the event id it was first stored or spooled under, versions)
+    stored: dict[str, tuple[dict[str, str], Versions]] = {}
     out: list[NewEvent] = []
     for event in events:
         if event.event_type == "message.human" and not event.metadata.get("replacement"):
             if event.thread_id not in stored:
                 held = store.read(event.thread_id, event_type="message.human")
-                stored[event.thread_id] = {
-                    mid: e.event_id for e in held if (mid := message_id_of(e.content)) is not None
-                }
-            known = stored[event.thread_id]
+                first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
+                stored[event.thread_id] = first, versions(held)
+            ids, known = stored[event.thread_id]
             mid = message_id_of(event.content)
-            if mid is not None and known.setdefault(mid, event.event_id) != event.event_id:
-                continue  # the same input under another event: a repeat
+            if mid is not None and ids.setdefault(mid, event.event_id) != event.event_id:
+                edit = as_edit(event, known)  # under another event: a repeat, or an edit
+                if edit is None:
+                    continue
+                event = edit
+            elif mid is not None:
+                known.setdefault(mid, set()).add(stored_digest(event.content, event.metadata))
         out.append(event)
     return out
 

@@ -22,7 +22,7 @@ from journal._batch import Hint, KnownEvents, prepare_batch
 from journal._import_lines import EXPORTED_TIME as _EXPORTED_TIME
 from journal._import_lines import exported_line, exported_row
 from journal._sqlite_import import FOLD_READS, ImportBatch
-from journal.encoding import PLAIN, dumps, loads
+from journal.encoding import PLAIN, dumps_record, loads
 from journal.events import NewEvent, RunEvent, construct, prepare_mapping, usual_event
 from journal.sqlite import SqliteEventStore
 from journal.store import RunEventStore
@@ -75,7 +75,7 @@ def export_events(
     """
     written = 0
     for event in store.iter_events(thread_id, after_seq=after_seq):
-        out.write(dumps(event.model_dump(mode="json")) + "\n")
+        out.write(dumps_record(event.model_dump(mode="json")) + "\n")
         written += 1
         if progress is not None:
             progress(1)

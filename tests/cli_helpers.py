@@ -138,3 +138,18 @@ def serving(*args: str, cwd: Path | None = None) -> Iterator[str]:
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=20)  # raises if Ctrl-C does not stop it
+
+
+def run_script(script: str, *args: str | Path) -> list[str]:
+    """Run Python ``script`` with ``args`` in a new process of this tree; its output lines
+    (it must succeed)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()

@@ -4,14 +4,13 @@ its input alone)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from history import replay
 from journal import SqliteEventStore
+from tests.cli_helpers import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,16 +40,7 @@ print("\\n".join(str(m.content) for m in out["messages"]))
 
 
 def _run_in_a_new_process(store: Path, question: str, memory: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(store), question, memory],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return run_script(_RUN, store, question, memory)
 
 
 @pytest.mark.parametrize("memory", ["none", "resent"])
