@@ -48,6 +48,7 @@ __all__ = [
     "migrate_op",
     "read_op",
     "read_usage_op",
+    "thread_ids_after_op",
 ]
 
 T = TypeVar("T")
@@ -144,6 +145,8 @@ def append_op(
     if checked or len(by_thread) > 1:
         yield BEGIN
     if checked:
+        # (Python orders str by code point, as "C" does the UTF-8 bytes: one lock order)
+        yield sql.LOCK_HEADS, (sorted(by_thread),)
         rows = yield sql.SELECT_EXISTING, (list(fresh),)
         known = {record.event_id: record for record in map(to_event, rows)}
         by_thread = {
@@ -248,6 +251,16 @@ def list_threads_op(limit: int | None, offset: int) -> Op[list[ThreadSummary]]:
     ]
 
 
+def thread_ids_after_op(after: str | None, limit: int) -> Op[list[str]]:
+    """Thread ids in their index's order, the first ``limit`` after ``after``."""
+    params: list[str | int] = [limit]
+    statement = "ORDER BY thread_id LIMIT %s"
+    if after is not None:
+        params, statement = [after, limit], f"WHERE thread_id > %s {statement}"
+    rows = yield f"SELECT thread_id FROM runjournal_thread_heads {statement}", params
+    return [thread_id for (thread_id,) in rows]
+
+
 def list_runs_page_op(query: ReadQuery) -> Op[list[RunSummary]]:
     """The runs ``query`` selects by ``first_seq``: one range of the page index."""
     cursors, params = query.cursor_conditions("first_seq", "%s")
@@ -286,7 +299,16 @@ def delete_thread_op(thread_id: str) -> Op[int]:
 
 
 def migrate_op() -> Op[int]:
-    """Bring the schema to ``SCHEMA_VERSION`` under an advisory lock; return steps applied."""
+    """Bring the schema to ``SCHEMA_VERSION`` under an advisory lock; return steps applied.
+
+    A schema already at this version is only read (no lock, no DDL): a role with the
+    documented app grants, which may not create tables, opens it with ``migrate=True`` too.
+    """
+    [(has_table,)] = yield sql.HAS_VERSION_TABLE, None
+    if has_table:
+        [(version,)] = yield sql.SELECT_VERSION, None
+        if version == sql.SCHEMA_VERSION:
+            return 0
     yield BEGIN
     yield sql.LOCK_MIGRATIONS, (sql.ADVISORY_LOCK_KEY,)
     yield sql.CREATE_VERSION_TABLE, None

@@ -252,6 +252,13 @@ EVENT_COLUMNS: Final = (
     "content::text, metadata::text, created_at"
 )
 
+#: The heads of a batch's threads, locked in the order every writer takes them (a retry's
+#: first statement: it waits for the writers whose batches of these threads are in flight,
+#: so that the look-up of stored ids after it sees what they stored).
+LOCK_HEADS: Final = (
+    "SELECT thread_id FROM runjournal_thread_heads WHERE thread_id = ANY(%s::text[]) "
+    'ORDER BY thread_id COLLATE "C" FOR UPDATE'
+)
 SELECT_EXISTING: Final = (
     f"SELECT {EVENT_COLUMNS} FROM runjournal_events WHERE event_id = ANY(%b::text[])"
 )

@@ -106,6 +106,15 @@ def _same_place(source: RunEventStore, target: RunEventStore) -> bool:
 
 
 def _all_threads(store: RunEventStore) -> Iterator[str]:
+    """Every thread of ``store`` with events when the walk began: in id order, which writes
+    during the copy cannot change (by recency, a thread written meanwhile would move ahead of
+    the pages already read and be missed), else, for a backend without it, by recency."""
+    after: str | None = None
+    while (ids := store._thread_ids_after(after, _PAGE_LIST_THREADS)) is not None:
+        yield from ids
+        if len(ids) < _PAGE_LIST_THREADS:
+            return
+        after = ids[-1]
     offset = 0
     seen: set[str] = set()
     while True:

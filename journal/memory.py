@@ -150,6 +150,11 @@ class MemoryEventStore(RunEventStore):
         with self._lock:
             return sum(1 for e in self._threads.get(query.thread_id, ()) if query.filter.matches(e))
 
+    def _thread_ids_after(self, after: str | None, limit: int) -> list[str] | None:
+        with self._lock:
+            ids = sorted(t for t, events in self._threads.items() if events and t > (after or ""))
+        return ids[:limit]
+
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         with self._lock:
             summaries = [

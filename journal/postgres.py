@@ -69,6 +69,7 @@ from journal._postgres_ops import (
     migrate_op,
     read_op,
     read_usage_op,
+    thread_ids_after_op,
 )
 from journal._postgres_pools import PostgresConnections
 from journal._postgres_setup import check_schema_op
@@ -188,6 +189,9 @@ class PostgresEventStore(RunEventStore):
 
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         return self._db.run(partial(list_threads_op, limit, offset))
+
+    def _thread_ids_after(self, after: str | None, limit: int) -> list[str] | None:
+        return self._db.run(partial(thread_ids_after_op, after, limit))
 
     def _list_runs_page(self, query: ReadQuery) -> list[RunSummary]:
         return self._db.run(partial(list_runs_page_op, query))

@@ -343,6 +343,16 @@ class SqliteEventStore(RunEventStore):
         )
         return int(row[0])
 
+    def _thread_ids_after(self, after: str | None, limit: int) -> list[str] | None:
+        rows = self._run(
+            "list thread ids",
+            lambda c: c.execute(
+                "SELECT thread_id FROM thread_heads WHERE thread_id > ? ORDER BY thread_id LIMIT ?",
+                (after or "", limit),
+            ).fetchall(),
+        )
+        return [row[0] for row in rows]
+
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]:
         params = (-1 if limit is None else limit, offset)
         rows = self._run(

@@ -400,6 +400,12 @@ class RunEventStore(ABC):
     @abstractmethod
     def _list_threads(self, limit: int | None, offset: int) -> list[ThreadSummary]: ...
 
+    def _thread_ids_after(self, after: str | None, limit: int) -> list[str] | None:
+        """The ids of threads with events, in a fixed order, the first ``limit`` after
+        ``after``: a walk that a write cannot reorder (``copy_store`` lists with it); ``None``
+        when the backend has no such order (callers then page :meth:`list_threads`)."""
+        return None
+
     # Runs and usage: by default folded from the thread's events, read through the contract
     # (journal._runs_default); every built-in backend keeps them at append time instead.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import socket
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +377,22 @@ def test_user_errors_print_one_line_and_exit_1(
     if "--store" not in args:
         args += ["--store", url]
     assert_user_error(invoke_cli(*args), *words)
+
+
+@pytest.mark.parametrize("command", [["threads"], ["events", "t"], ["usage", "t"]])
+def test_a_read_leaves_a_database_of_other_tables_untouched(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Pointed at an application's own SQLite file, a read command says it is no runjournal
+    store and writes none of runjournal's tables into it."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    done = invoke_cli(*command, "--store", f"sqlite:///{path}")
+    assert_user_error(done, "not a runjournal store")
+    with sqlite3.connect(path) as conn:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+    assert names == ["customers"]
 
 
 def test_user_error_through_the_entry_point_has_no_traceback(

@@ -153,18 +153,40 @@ def _sqlite_file(url: str) -> Path | None:
     return None
 
 
+def _foreign_sqlite(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database with tables but no runjournal schema (a file
+    that is no SQLite database is left to the store, which says so)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return bool(names) and "schema_version" not in names
+
+
 @contextmanager
 def open_cli_store(url: str, *, create: bool = False) -> Iterator[RunEventStore]:
     """Open the store ``url`` names and close it afterwards.
 
     Without ``create``, a SQLite file that does not exist is a user error (reading must not
-    leave an empty database behind). Bad URLs and store failures become :class:`UserError`.
+    leave an empty database behind), and so is a database of other tables only (reading must
+    not write runjournal's tables into it). Bad URLs and store failures become
+    :class:`UserError`.
     """
     path = _sqlite_file(url)
     if path is not None and not create and not path.exists():
         raise UserError(
             f"no store at {path} ({url}); run `runjournal demo` to make one, "
             f"or pass --store / set ${STORE_ENV}"
+        )
+    if path is not None and not create and _foreign_sqlite(path):
+        raise UserError(
+            f"{path} is a SQLite database without runjournal's tables: not a runjournal store"
         )
     try:
         store = open_store(url)
