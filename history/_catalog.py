@@ -29,6 +29,7 @@ __all__ = [
     "REMOVE",
     "SUMMARIZE",
     "TIMELINE_TYPES",
+    "as_str",
     "is_agent_call",
     "message_data",
     "message_id",
@@ -85,6 +86,11 @@ def summary_message_id(event: RunEvent) -> str | None:
         value = message["data"].get("id")
         return value if isinstance(value, str) else None
     return None
+
+
+def as_str(value: Any) -> str | None:
+    """``value`` if it is a string, else ``None`` (a stored field of another shape)."""
+    return value if isinstance(value, str) else None
 
 
 def utc_text(moment: datetime) -> str:

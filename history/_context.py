@@ -15,7 +15,8 @@ Each message says where it came from (``origin``):
   message with this id (``original_seq``), e.g. a tool result cleared by context editing;
 * ``added``   — in the request only: the system prompt, a message a middleware injected into
   the request, a subagent's own messages;
-* ``unresolved`` — the journal cannot rebuild it (``reason`` as :func:`history.verify` says).
+* ``unresolved`` — the journal cannot rebuild it (``reason`` as :func:`history.verify` says,
+  or ``not_a_message``: what is stored for it is no message object).
 
 ``markers`` lists the compactions and removals that shaped this context, each with
 ``before_index`` (where in ``messages`` it took effect): the summary markers whose summary is
@@ -41,6 +42,7 @@ from history._catalog import (
     REMOVE,
     SUMMARIZE,
     TIMELINE_TYPES,
+    as_str,
     is_agent_call,
     message_id,
     payload_ids,
@@ -331,6 +333,9 @@ def context_plan(
             }
             for i, c in enumerate(walk.contents())
         ]
+    for row in rows:  # a store takes any JSON: a stored message of another shape is none
+        if row["message"] is not None and not isinstance(row["message"], dict):
+            row.update(message=None, origin="unresolved", reason="not_a_message")
     contents = [r["message"] for r in rows if r["message"] is not None]
     end = yield from nearest_event(
         thread_id, start.seq, True, _ENDS, lambda e: llm_run_id(e) == llm_run_id(start)
@@ -353,8 +358,9 @@ def context_plan(
         "end_seq": end.seq if end is not None else None,
         "run_id": start.run_id,
         "llm_run_id": llm_run_id(start),
-        "caller": md.get("caller") if isinstance(md.get("caller"), str) else None,
-        "model": (end.metadata.get("model") if end is not None else None) or md.get("model"),
+        "caller": as_str(md.get("caller")),
+        "model": (as_str(end.metadata.get("model")) if end is not None else None)
+        or as_str(md.get("model")),
         "agent_call": is_agent_call(start),
         "recorded": recorded,
         "exact": recorded and all(map(_rebuilt_exactly, rows)),

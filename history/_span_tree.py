@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from history._catalog import as_str
 from journal._runs import USAGE_KEYS, call_usage
 from journal.catalog import PARENT_SPAN_KEY
 from journal.encoding import dumps_plain
@@ -75,11 +76,6 @@ def excerpt(value: Any, limit: int = _EXCERPT) -> str | None:
 def as_dict(value: Any) -> dict[str, Any]:
     """``value`` if it is a dict, else an empty one (stored payloads may be anything)."""
     return value if isinstance(value, dict) else {}
-
-
-def as_str(value: Any) -> str | None:
-    """``value`` if it is a string, else ``None``."""
-    return value if isinstance(value, str) else None
 
 
 def _step(metadata: dict[str, Any]) -> int | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict
 
-from history._catalog import MODEL_CALL, TIMELINE_TYPES, is_agent_call
+from history._catalog import MODEL_CALL, TIMELINE_TYPES, as_str, is_agent_call
 from history._reads import LastSeq, Plan, Read, arun_plan, run_plan
 from history._walk import StateWalk, call_record
 from history.errors import ThreadNotFoundError
@@ -68,8 +68,8 @@ def _check(walk: StateWalk, event: RunEvent) -> CallCheck:
     check: CallCheck = {
         "seq": event.seq,
         "run_id": event.run_id,
-        "llm_run_id": metadata.get("llm_run_id"),
-        "model": metadata.get("model"),
+        "llm_run_id": as_str(metadata.get("llm_run_id")),
+        "model": as_str(metadata.get("model")),
         "message_count": 0,
         "status": "unrecorded",
         "problems": [],

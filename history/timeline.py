@@ -52,6 +52,7 @@ from history._catalog import (
     REMOVE,
     SUMMARIZE,
     TIMELINE_TYPES,
+    as_str,
     message_data,
     message_id,
     payload_ids,
@@ -159,12 +160,14 @@ def _message_item(event: RunEvent) -> TimelineItem:
     if replacement:
         item["replacement"] = True
     if kind == "ai":
-        calls = data.get("tool_calls")
-        item["tool_calls"] = calls if isinstance(calls, list) else []
+        calls = data.get("tool_calls")  # (a store takes any JSON: other shapes are left out)
+        item["tool_calls"] = (
+            [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+        )
     elif kind == "tool":
-        item["tool_call_id"] = data.get("tool_call_id")
-        item["name"] = data.get("name")
-        item["status"] = data.get("status")
+        item["tool_call_id"] = as_str(data.get("tool_call_id"))
+        item["name"] = as_str(data.get("name"))
+        item["status"] = as_str(data.get("status"))
     return item  # type: ignore[return-value]
 
 

@@ -225,6 +225,50 @@ async def test_a_thread_deleted_and_written_again_is_not_streamed_as_a_continuat
     assert received[1:] == [b'event: thread_deleted\ndata: {"thread_id": "t"}\n\n']
 
 
+@pytest.mark.parametrize("rewritten", [False, True], ids=["deleted", "written-again"])
+async def test_a_filtered_stream_that_sent_nothing_sees_the_deletion(
+    store: RunEventStore, rewritten: bool
+) -> None:
+    """A stream whose filter matched no event yet (its cursor still 0) ends with
+    ``thread_deleted`` too, and never sends the new thread's events."""
+    store.delete_thread("t")
+    store.append([_event("t", n) for n in range(1, 4)])  # trace events only
+    polls = 0
+
+    async def connected() -> bool:
+        nonlocal polls
+        polls += 1
+        if polls == 2:  # the stream has polled and found nothing of its category
+            store.delete_thread("t")
+            if rewritten:
+                store.append([_event("t", 1, category="lifecycle")])
+        return False
+
+    received = [
+        message
+        async for message in stream_events(
+            store,
+            "t",
+            after_seq=0,
+            settings=FAST,
+            control=StreamControl(),
+            is_disconnected=connected,
+            timeout=5,
+            category="lifecycle",
+        )
+    ]
+    assert received == [b'event: thread_deleted\ndata: {"thread_id": "t"}\n\n']
+
+
+async def test_a_stream_after_a_seq_the_thread_lacks_says_it_was_deleted(
+    store: RunEventStore, base_url: str
+) -> None:
+    """A client that saw seq 5 of a thread that now ends at seq 1 saw a deleted thread."""
+    messages = await _read(base_url, {"after_seq": 5, "timeout": 5})
+    assert [m.get("event") for m in messages] == ["thread_deleted"]
+    assert store.last_seq("t") == 1
+
+
 async def test_server_shutdown_ends_open_streams_promptly(store: RunEventStore) -> None:
     """Stopping the server closes an endless stream at once instead of waiting for it."""
     with contextlib.ExitStack() as stack:

@@ -403,6 +403,17 @@ def test_a_deep_link_to_an_old_seq_opens_there_and_pages_both_ways(
     assert shown == timeline
 
 
+@pytest.mark.parametrize("fragment", ["#seq-9007199254740993", "#context-99999999999999999999"])
+def test_a_deep_link_past_the_largest_seq_opens_the_conversation(
+    page: Any, served: Served, fragment: str
+) -> None:
+    """A seq no store gives (over 2**53 - 1) opens the conversation, not an error page."""
+    rich = served.rich
+    page.goto(f"{served.url}/threads/{rich.thread_id}{fragment}")
+    page.wait_for_selector(".timeline > .item")
+    assert "Could not load" not in page.inner_text("body")
+
+
 def test_a_running_run_updates_in_place(page: Any, served: Served) -> None:
     """A run page of a running run shows new spans and the final status without a reload."""
     store = served.rich.store

@@ -130,7 +130,8 @@ def _resume_point(last_event_id: str | None, after_seq: int | None) -> int | Non
     """``Last-Event-ID`` (a reconnecting client) wins over ``after_seq``.
 
     The header's schema (``LAST_EVENT_ID_PATTERN``) already holds it to digits; a value
-    beyond the largest seq resumes after every seq.
+    beyond the largest seq a store gives (``MAX_SEQ``) is that seq (the stream then says the
+    thread it saw was deleted, see :mod:`history.server.sse`).
     """
     if last_event_id is None:
         return after_seq

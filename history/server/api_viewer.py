@@ -91,27 +91,6 @@ def build_viewer_api_router(store: RunEventStore, settings: StreamSettings) -> A
         except NotFoundError as e:
             raise HTTPException(status_code=404, detail=str(e)) from None
 
-    @router.get("/threads/{thread_id:any_text}/context/{seq}", response_model=ModelContext)
-    async def read_context(
-        thread_id: ThreadId,
-        seq: Seq,
-        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-        limit: Limit = 200,
-    ) -> Any:
-        """The exact input of the model call at ``seq`` (its ``llm.start``, ``llm.end`` or
-        ``llm.error``, or the ``message.ai`` it produced), each message marked with where it
-        came from (the journaled message, a summary, a request-only edit, the request only),
-        the compactions and removals that shaped it, and its size in tokens (the provider's
-        ``input_tokens`` when reported, else approximate). For an agent call the messages equal
-        ``history.replay(store, thread, upto_seq=<its llm.start>, view="model")``. Messages come
-        a page at a time (``offset``, ``next_offset``)."""
-        await _token_stack_ready()
-        return await answer(
-            context_plan(
-                thread_id, seq, offset=offset, limit=limit, max_bytes=page_bytes, cache=walks
-            )
-        )
-
     @router.get("/threads/{thread_id:any_text}/spans", response_model=RunSpans)
     async def read_spans(
         thread_id: ThreadId,
@@ -208,6 +187,29 @@ def build_viewer_api_router(store: RunEventStore, settings: StreamSettings) -> A
         ``limit`` of the window's events (``has_more``: read on from ``next_after_seq``)."""
         return await answer(
             truncations_plan(thread_id, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        )
+
+    # last: its path ends in a free segment, so a thread whose id ends in "/context" would
+    # take the routes above as a model call at seq "spans", "calls", ...
+    @router.get("/threads/{thread_id:any_text}/context/{seq}", response_model=ModelContext)
+    async def read_context(
+        thread_id: ThreadId,
+        seq: Seq,
+        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+        limit: Limit = 200,
+    ) -> Any:
+        """The exact input of the model call at ``seq`` (its ``llm.start``, ``llm.end`` or
+        ``llm.error``, or the ``message.ai`` it produced), each message marked with where it
+        came from (the journaled message, a summary, a request-only edit, the request only),
+        the compactions and removals that shaped it, and its size in tokens (the provider's
+        ``input_tokens`` when reported, else approximate). For an agent call the messages equal
+        ``history.replay(store, thread, upto_seq=<its llm.start>, view="model")``. Messages come
+        a page at a time (``offset``, ``next_offset``)."""
+        await _token_stack_ready()
+        return await answer(
+            context_plan(
+                thread_id, seq, offset=offset, limit=limit, max_bytes=page_bytes, cache=walks
+            )
         )
 
     return router

@@ -17,10 +17,13 @@ Guarantees of :func:`stream_events`:
   keep the connection and dead clients are noticed.
 * If the thread is deleted while streaming, an ``event: thread_deleted`` is sent and the stream
   ends, also when a new thread of the same id was written meanwhile (its events are never sent
-  as if they followed the deleted ones: each poll checks that the last event sent is still
-  stored). The stream also ends after ``max_events`` events, after ``timeout`` seconds, when the
-  client disconnects, when :meth:`StreamControl.close` is called (server shutdown), and when the
-  store fails (logged; the client reconnects with ``Last-Event-ID``).
+  as if they followed the deleted ones: each poll checks that an event of the thread — the
+  last one sent, else the one at ``after_seq``, else its first — is still stored), and also
+  when the stream starts after a seq the thread does not have: seqs are gap-free and never
+  given again but to a thread written anew, so the events the client saw were deleted.
+  The stream also ends after ``max_events`` events, after ``timeout`` seconds, when the
+  client disconnects, when :meth:`StreamControl.close` is called (server shutdown), and when
+  the store fails (logged; the client reconnects with ``Last-Event-ID``).
 """
 
 from __future__ import annotations
@@ -142,25 +145,40 @@ async def stream_events(
     cursor, sent, reason = after_seq, 0, "client_gone"
     log.debug("stream_opened", thread_id=thread_id, after_seq=after_seq)
     try:
-        # The event at the cursor: while it is stored, the thread was not deleted (a deleted
-        # thread written again has new event ids), so a page read before it is from this thread.
-        anchor = await _event_id_at(store, thread_id, cursor) if cursor > 0 else None
+        # An event of the thread: while it is stored, the thread was not deleted (a deleted
+        # thread written again has new event ids), so a page read before it is from this
+        # thread. The event at the cursor (one the client saw), then the last one sent; from
+        # seq 0, the thread's first event (a filtered stream may send nothing for long).
+        # (every read under the gate: a stream never takes more of the store than its turn)
+        anchor_seq = cursor if cursor > 0 else 1
+        anchor: str | None = None
+        anchored = False
         while True:
             async with gate:
+                if not anchored:
+                    anchor, anchored = await _event_id_at(store, thread_id, anchor_seq), True
                 batch = await arun_plan(
                     store,
                     forward_page(thread_id, cursor, settings.batch, settings.page_bytes, filters),
                 )
+                if anchor is None and cursor == 0:  # no event yet: the first one becomes it
+                    anchor = await _event_id_at(store, thread_id, anchor_seq)
+                    if anchor is not None:
+                        continue  # the page again, now read before the anchor is checked
+                    deleted = False
+                else:
+                    deleted = (
+                        anchor is None or await _event_id_at(store, thread_id, anchor_seq) != anchor
+                    )
             page = batch.events
-            if cursor > 0 and (
-                anchor is None or await _event_id_at(store, thread_id, cursor) != anchor
-            ):
+            if deleted:
                 reason = "thread_deleted"
                 yield _deleted_message(thread_id)
                 return
             for event in page:
                 yield format_event(event)
-                cursor, sent, anchor = event.seq, sent + 1, event.event_id
+                cursor, sent = event.seq, sent + 1
+                anchor_seq, anchor = event.seq, event.event_id
                 if max_events is not None and sent >= max_events:
                     reason = "max_events"
                     return

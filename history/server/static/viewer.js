@@ -97,16 +97,22 @@ async function showThreads() {
 
 // ---- a thread: conversation, runs, contexts --------------------------------------------
 
+// A seq the API takes (1 .. 2**53 - 1), else null: a link past it opens the conversation.
+function seqOf(digits) {
+  const seq = Number(digits);
+  return Number.isSafeInteger(seq) && seq >= 1 ? seq : null;
+}
+
 function parseFragment(hash) {
   let match = /^#seq-(\d+)$/.exec(hash);
-  if (match) return { view: "thread", seq: Number(match[1]) };
+  if (match && seqOf(match[1]) !== null) return { view: "thread", seq: seqOf(match[1]) };
   match = /^#context-(\d+)$/.exec(hash);
-  if (match) return { view: "thread", context: Number(match[1]) };
+  if (match && seqOf(match[1]) !== null) return { view: "thread", context: seqOf(match[1]) };
   match = /^#run-([^/]+)(?:\/seq-(\d+))?$/.exec(hash);
   if (match) {
     try {
       return { view: "run", runId: decodeURIComponent(match[1]),
-        seq: match[2] ? Number(match[2]) : null };
+        seq: match[2] ? seqOf(match[2]) : null };
     } catch (_) { /* a malformed escape: the conversation */ }
   }
   return { view: "thread" };
