@@ -5,9 +5,10 @@ journal's per-thread memory skips messages it already journaled; after a restart
 empty, so the writer also asks the store, once per thread, which ``message.human`` ids it holds
 and drops repeats. This runs on the writer thread (it does I/O), never on the callback path.
 
-A repeat is the same message id with a digest one of the thread's stored versions has; the
-same id with another content is the user's edit of the message (a client that keeps its
-ids): journaled as a ``replacement``, as the journal does when it remembers the message.
+A repeat is the same message id with the digest of its latest stored version; the same id
+with another content (an earlier one too: an edit back) is the user's edit of the message (a
+client that keeps its ids): journaled as a ``replacement``, as the journal does when it
+remembers the message.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from journal.store import RunEventStore
 
 __all__ = ["KnownInputs", "Versions", "as_edit", "message_id_of", "select", "versions"]
 
-#: A thread's stored inputs: message id -> the digests of its stored versions.
-Versions = dict[str, set[str]]
+#: A thread's stored inputs: message id -> the digest of its latest stored version.
+Versions = dict[str, str]
 
 _log = get_logger(__name__)
 _CAPACITY: Final = 4096
@@ -37,13 +38,13 @@ message_id_of = stored_message_id  # the catalog's rule, under the name the writ
 
 
 def versions(stored: list[RunEvent]) -> Versions:
-    """The versions of each input message of ``stored`` (a thread's ``message.human``
-    events)."""
+    """The latest version of each input message of ``stored`` (a thread's ``message.human``
+    events, in seq order)."""
     out: Versions = {}
     for event in stored:
         mid = message_id_of(event.content)
         if mid is not None:
-            out.setdefault(mid, set()).add(stored_digest(event.content, event.metadata))
+            out[mid] = stored_digest(event.content, event.metadata)
     return out
 
 
@@ -55,13 +56,12 @@ def as_edit(event: NewEvent, known: Versions) -> NewEvent | None:
     if mid is None:
         return event
     digest = stored_digest(event.content, event.metadata)
-    seen = known.get(mid)
-    if seen is None:
-        known[mid] = {digest}
+    latest = known.get(mid)
+    known[mid] = digest
+    if latest is None:
         return event
-    if digest in seen:
+    if digest == latest:
         return None
-    seen.add(digest)
     return event.model_copy(update={"metadata": {**event.metadata, "replacement": True}})
 
 

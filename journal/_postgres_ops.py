@@ -145,8 +145,7 @@ def append_op(
     if checked or len(by_thread) > 1:
         yield BEGIN
     if checked:
-        # (Python orders str by code point, as "C" does the UTF-8 bytes: one lock order)
-        yield sql.LOCK_HEADS, (sorted(by_thread),)
+        yield sql.LOCK_HEADS, (list((yield from _lockable_heads(sorted(by_thread)))),)
         rows = yield sql.SELECT_EXISTING, (list(fresh),)
         known = {record.event_id: record for record in map(to_event, rows)}
         by_thread = {
@@ -172,6 +171,22 @@ def append_op(
             if stored is not None:
                 stored.ids.add(event.event_id)
     return records_in_order(events, known)
+
+
+def _lockable_heads(threads: list[str]) -> Op[list[str]]:
+    """The heads a retry locks first: those of ``threads`` (sorted: Python orders str by code
+    point, as "C" does the UTF-8 bytes, the order of every writer) up to the first thread
+    without one. A head another writer is creating cannot be locked; locking a later one
+    before it could deadlock with that writer (it holds the new head, then wants the later).
+    """
+    rows = yield sql.HEADS_OF, (threads,)
+    present = {thread_id for (thread_id,) in rows}
+    prefix: list[str] = []
+    for thread_id in threads:
+        if thread_id not in present:
+            break
+        prefix.append(thread_id)
+    return prefix
 
 
 def thread_params(

@@ -252,6 +252,8 @@ EVENT_COLUMNS: Final = (
     "content::text, metadata::text, created_at"
 )
 
+#: Which of a batch's threads have a head (committed).
+HEADS_OF: Final = "SELECT thread_id FROM runjournal_thread_heads WHERE thread_id = ANY(%s::text[])"
 #: The heads of a batch's threads, locked in the order every writer takes them (a retry's
 #: first statement: it waits for the writers whose batches of these threads are in flight,
 #: so that the look-up of stored ids after it sees what they stored).

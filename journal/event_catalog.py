@@ -112,7 +112,10 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      dict forms LangGraph reads as one) is such a rewrite, by a node or by
                      the run's input; LangGraph ignores the other writes of its superstep,
                      and so does the order journaled after it (a message one of them wrote
-                     stays journaled, outside the state). Edits
+                     stays journaled, outside the state). An overwrite's value is taken as
+                     a list of messages (as a rewrite, one that repeats an id keeps it once;
+                     a bare string, or a ``RemoveMessage`` LangGraph stores as it is, is not
+                     followed). Edits
                      are journaled once LangGraph applied their superstep (when the next
                      one starts or the root ends; a failed superstep's edits never are), in
                      task-path order; when messages of other tasks of the step interleave,

@@ -342,7 +342,7 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
                     continue
                 event = edit
             elif mid is not None:
-                known.setdefault(mid, set()).add(stored_digest(event.content, event.metadata))
+                known.setdefault(mid, stored_digest(event.content, event.metadata))
         out.append(event)
     return out
 

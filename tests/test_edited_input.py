@@ -127,17 +127,23 @@ def _run_in_a_new_process(store: Path, text: str) -> list[str]:
 
 
 def test_an_edit_sent_to_a_fresh_process_is_journaled(tmp_path: Path) -> None:
-    """The question asked in one process, its edit and then its edit again in fresh ones:
-    the store alone tells the edit from the repeat."""
+    """The question asked in one process, its edit, the edit again, and then the first text
+    again, each in a fresh process: the store alone tells an edit (back, too) from a repeat."""
     path = tmp_path / "store.db"
     _run_in_a_new_process(path, "2+2?")
-    second = _run_in_a_new_process(path, "3+3?")
     _run_in_a_new_process(path, "3+3?")
+    _run_in_a_new_process(path, "3+3?")
+    last = _run_in_a_new_process(path, "2+2?")
     with SqliteEventStore(path) as store:
-        assert humans(store) == [("u1", "2+2?", False), ("u1", "3+3?", True)]
-        assert shown(store) == ["2+2?", "3+3?"]
+        assert humans(store) == [
+            ("u1", "2+2?", False),
+            ("u1", "3+3?", True),
+            ("u1", "2+2?", True),
+        ]
+        assert shown(store) == ["2+2?", "3+3?", "2+2?"]
         state = [str(m.content) for m in replay(store, THREAD, view="state")]
-    assert state[0] == second[0] == "3+3?"
+        assert verify(store, THREAD)["ok"]
+    assert state == last and state[0] == "2+2?"
 
 
 def test_an_edit_spooled_while_the_store_was_down_is_stored(tmp_path: Path) -> None:

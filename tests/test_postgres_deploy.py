@@ -13,7 +13,7 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from journal import RunEventStore, SchemaVersionError, StoreError, open_store
+from journal import RunEventStore, SchemaVersionError, open_store
 from journal import _postgres_schema as sql
 from journal.postgres import PostgresEventStore
 from journal.testing import StoreContract, many, seqs
@@ -170,8 +170,8 @@ def test_least_privilege_recipe(postgres_url: str) -> None:
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute(owner_grants)
 
-    with pytest.raises(StoreError):  # the app role may not run DDL
-        PostgresEventStore(app_url)
+    # migrate=True: a schema at its version is only read (the app role runs no DDL, below)
+    PostgresEventStore(app_url).close()
     with open_store(app_url, migrate=False) as store:
         assert seqs(store.append(many(3))) == [1, 2, 3]
         assert seqs(store.read("t1")) == [1, 2, 3]
@@ -181,8 +181,7 @@ def test_least_privilege_recipe(postgres_url: str) -> None:
         assert store.delete_thread("t1") == 3
         assert store.list_runs("t1") == [] and store.get_run("r1") is None
         assert seqs(store.append(many(1))) == [1]
-        with pytest.raises(StoreError):
-            store.setup()  # type: ignore[attr-defined]
+        assert store.setup() == 0  # type: ignore[attr-defined]  # (at its version: no DDL)
 
     with psycopg.connect(app_url, autocommit=True) as conn:
         for statement in (
