@@ -318,8 +318,10 @@ def migrate_op() -> Op[int]:
 
     A schema already at this version is only read (no lock, no DDL): a role with the
     documented app grants, which may not create tables, opens it with ``migrate=True`` too.
+    Only the schema the migration would create tables in counts (``current_schema()``): a
+    runjournal schema further on ``search_path`` is not taken for this store's.
     """
-    [(has_table,)] = yield sql.HAS_VERSION_TABLE, None
+    [(has_table,)] = yield sql.HAS_VERSION_TABLE_HERE, None
     if has_table:
         [(version,)] = yield sql.SELECT_VERSION, None
         if version == sql.SCHEMA_VERSION:

@@ -246,6 +246,11 @@ LOCK_MIGRATIONS: Final = "SELECT pg_advisory_xact_lock(%s)"
 SELECT_VERSION: Final = "SELECT coalesce(max(version), 0) FROM runjournal_schema_version"
 INSERT_VERSION: Final = "INSERT INTO runjournal_schema_version (version) VALUES (%s)"
 HAS_VERSION_TABLE: Final = "SELECT to_regclass('runjournal_schema_version') IS NOT NULL"
+#: Whether the version table is in the schema a migration creates tables in (not only
+#: somewhere on ``search_path``).
+HAS_VERSION_TABLE_HERE: Final = (
+    "SELECT to_regclass(format('%I.runjournal_schema_version', current_schema())) IS NOT NULL"
+)
 
 EVENT_COLUMNS: Final = (
     "thread_id, seq, event_id, run_id, category, event_type, "

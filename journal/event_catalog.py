@@ -140,6 +140,15 @@ trace
                      digest, and inline the messages the thread's journal does not hold yet;
                      see :mod:`journal.digests`), never cut by a content cap;
                      ``history.replay(..., view="model")`` at its seq rebuilds the input.
+                     A chat model's callbacks get a tracing copy of its messages (image and
+                     file blocks in the OpenAI format): a copy equal to that of a message the
+                     journal holds unchanged is recorded as that message (the model received
+                     it). Known limits: a request that really sends the OpenAI form of such a
+                     message (a middleware converting it) is recorded as the message too; a
+                     copy of a message the journal does not hold in memory (an earlier
+                     process journaled it) or of one a middleware edited is recorded in its
+                     tracing form. Neither is seen by ``verify``, whose digests come from
+                     the same copy.
   ``llm.end``        content ``{"message_id", "tool_call_count", "output"?}``: ``output`` is the
                      answer (``message_to_content``) whenever it is not journaled as a
                      ``message.*`` event — a middleware's own call (a title generator, the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 
@@ -50,3 +51,21 @@ def test_the_app_role_opens_reads_and_recovers_without_ddl(
         assert done.returncode == 0, (args, done.stderr)
     with open_store(app_url) as store:
         assert [e.content for e in store.read("t")] == [1, 2]
+
+
+def test_a_schema_first_on_the_search_path_gets_its_own_tables(postgres_db_url: str) -> None:
+    """A store whose ``search_path`` starts with an empty schema migrates into it, though a
+    current runjournal schema is further on the path: it never takes another's tables."""
+    with open_store(postgres_db_url) as public:
+        public.append([{"thread_id": "secret", "run_id": "r", "category": "trace",
+                        "event_type": "custom:x", "content": 1}])  # fmt: skip
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA tenant")
+    sep = "&" if "?" in postgres_db_url else "?"
+    url = postgres_db_url + sep + "options=" + quote("-c search_path=tenant,public")
+    with open_store(url) as tenant:
+        assert tenant.list_threads() == []
+        tenant.append([{"thread_id": "mine", "run_id": "r", "category": "trace",
+                        "event_type": "custom:x", "content": 2}])  # fmt: skip
+    with open_store(postgres_db_url) as public:
+        assert [t.thread_id for t in public.list_threads()] == ["secret"]
