@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,22 @@ async def test_deleting_the_thread_ends_its_streams(store: RunEventStore, base_u
     assert messages[-1]["event"] == "thread_deleted"
 
 
+def _stream_from_0(
+    store: RunEventStore, connected: Callable[[], Awaitable[bool]], **filters: Any
+) -> AsyncIterator[bytes]:
+    """``stream_events`` of thread ``t`` from seq 0, polling fast, for at most 5 s."""
+    return stream_events(
+        store,
+        "t",
+        after_seq=0,
+        settings=FAST,
+        control=StreamControl(),
+        is_disconnected=connected,
+        timeout=5,
+        **filters,
+    )
+
+
 async def test_a_thread_deleted_and_written_again_is_not_streamed_as_a_continuation(
     store: RunEventStore,
 ) -> None:
@@ -208,15 +224,7 @@ async def test_a_thread_deleted_and_written_again_is_not_streamed_as_a_continuat
         return False
 
     received: list[bytes] = []
-    async for message in stream_events(
-        store,
-        "t",
-        after_seq=0,
-        settings=FAST,
-        control=StreamControl(),
-        is_disconnected=connected,
-        timeout=5,
-    ):
+    async for message in _stream_from_0(store, connected):
         received.append(message)
         if len(received) == 1:  # the stream waits at its cursor, seq 1
             store.delete_thread("t")
@@ -244,19 +252,7 @@ async def test_a_filtered_stream_that_sent_nothing_sees_the_deletion(
                 store.append([_event("t", 1, category="lifecycle")])
         return False
 
-    received = [
-        message
-        async for message in stream_events(
-            store,
-            "t",
-            after_seq=0,
-            settings=FAST,
-            control=StreamControl(),
-            is_disconnected=connected,
-            timeout=5,
-            category="lifecycle",
-        )
-    ]
+    received = [m async for m in _stream_from_0(store, connected, category="lifecycle")]
     assert received == [b'event: thread_deleted\ndata: {"thread_id": "t"}\n\n']
 
 
