@@ -358,6 +358,7 @@ def test_import_of_a_malformed_line_names_it_and_imports_nothing_of_its_batch(
         (["export", "no-such-thread"], ["no-such-thread"]),
         (["threads", "--store", "mysql://x/y"], ["bad store URL", "mysql"]),
         (["threads", "--store", "sqlite:///{tmp}/missing.db"], ["no store at"]),
+        (["threads", "--store", "sqlite:///{tmp}/empty.db"], ["no store at"]),
         (["import", "{tmp}/missing.jsonl"], ["cannot read", "missing.jsonl"]),
         (["import", "{tmp}"], ["cannot read"]),
         (["recover", "{tmp}/missing-spool.jsonl"], ["no spool file"]),
@@ -372,6 +373,7 @@ def test_user_errors_print_one_line_and_exit_1(
     """Unknown thread, bad store URL, missing/corrupt store, unreadable file: one line, exit 1."""
     url, _ = demo_store
     (tmp_path / "not-a-db.txt").write_text("this is not a database\n" * 100)
+    (tmp_path / "empty.db").write_bytes(b"")
     (tmp_path / "latin1.jsonl").write_bytes("\n\ncaf\xe9\n".encode("latin-1"))
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     if "--store" not in args:

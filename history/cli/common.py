@@ -153,6 +153,13 @@ def _sqlite_file(url: str) -> Path | None:
     return None
 
 
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _foreign_sqlite(path: Path) -> bool:
     """Whether ``path`` is a SQLite database with tables but no runjournal schema (a file
     that is no SQLite database is left to the store, which says so)."""
@@ -173,13 +180,13 @@ def _foreign_sqlite(path: Path) -> bool:
 def open_cli_store(url: str, *, create: bool = False) -> Iterator[RunEventStore]:
     """Open the store ``url`` names and close it afterwards.
 
-    Without ``create``, a SQLite file that does not exist is a user error (reading must not
-    leave an empty database behind), and so is a database of other tables only (reading must
-    not write runjournal's tables into it). Bad URLs and store failures become
+    Without ``create``, a SQLite file that does not exist (or is empty) is a user error
+    (reading must not leave an empty database behind), and so is a database of other tables
+    only (reading must not write runjournal's tables into it). Bad URLs and store failures become
     :class:`UserError`.
     """
     path = _sqlite_file(url)
-    if path is not None and not create and not path.exists():
+    if path is not None and not create and (not path.exists() or _empty_file(path)):
         raise UserError(
             f"no store at {path} ({url}); run `runjournal demo` to make one, "
             f"or pass --store / set ${STORE_ENV}"
