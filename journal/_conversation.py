@@ -349,12 +349,14 @@ class Conversation:
             (m for m in outcome.messages if is_summary(m) and m.id not in self._seen), None
         )
         shown = [m for m in outcome.messages if not is_summary(m)]
-        rewrite = outcome.order if outcome.rewrite else None
+        removal = outcome.removed if not node.summarized else []  # its own event marked it
+        # the order replay rebuilds from the events written so far: a rewrite that removes
+        # nothing writes no removal, so its order counts only if an event carries it
+        rewrite = outcome.order if outcome.rewrite and (removal or node.summarized) else None
         rebuilt = replay_order(list(self._order), outcome.removed, rewrite)
         rebuilt.extend(str(m.id) for m in shown if m.id not in rebuilt)
         target = outcome.order if final is None else final
         reorder = rebuilt != target
-        removal = outcome.removed if not node.summarized else []  # its own event marked it
         if summary is not None and not node.summarized:
             payload = inferred_summary(edit.before, outcome, summary)
             payload["state_message_ids"] = list(target)

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentState, before_model
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -142,3 +143,25 @@ async def test_an_input_that_overwrites_the_state_is_a_rewrite(
     assert [m["removed_count"] for m in markers] == [4]
     shown = [i["content"] for i in items(h.store) if i["type"] == "human"]
     assert shown == [*QUESTIONS[:2], "start over"]
+
+
+@pytest.mark.parametrize("form", ["overwrite", "remove-all"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_rewrite_that_only_reorders_is_replayed_in_its_order(
+    harness: Callable[..., Harness], mode: str, form: str
+) -> None:
+    """A rewrite that keeps every message in another order (nothing removed) journals the
+    order: the state view equals the checkpoint after every run."""
+
+    def reverse(state: MessagesState) -> dict[str, Any]:
+        messages = list(reversed(state["messages"]))
+        if len(messages) < 3:
+            return {}
+        if form == "overwrite":
+            return {"messages": Overwrite(messages)}
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
+
+    h = harness(chain(("reverse", reverse)))
+    await h.play(mode, QUESTIONS[:3])
+    h.assert_every_call_replays_exactly()
+    assert [i["type"] for i in items(h.store)].count("removal_marker") == 0
