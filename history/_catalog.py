@@ -18,7 +18,6 @@ from journal.catalog import (
     MODEL_CALL_EVENT_TYPE,
     REMOVE_EVENT_TYPE,
     SUMMARIZE_EVENT_TYPE,
-    SUMMARY_SOURCE,
     stored_message_id,
 )
 from journal.events import RunEvent
@@ -48,9 +47,11 @@ TIMELINE_TYPES: Final = (*MESSAGE_TYPES, SUMMARIZE, REMOVE)
 
 def is_agent_call(event: RunEvent) -> bool:
     """Whether an ``llm.start`` is a call of the thread's agent (not of a middleware's own
-    model, such as the summarizer, nor of a subagent)."""
+    model, such as the summarizer, nor of a subagent). A call with ``lc_source`` metadata is
+    a LangChain middleware's own (the journal names such a call's caller after it; events
+    journaled before it did have the caller ``agent``)."""
     metadata = event.metadata
-    return metadata.get("caller") == "agent" and metadata.get("lc_source") != SUMMARY_SOURCE
+    return metadata.get("caller") == "agent" and metadata.get("lc_source") is None
 
 
 def message_data(event: RunEvent) -> dict[str, Any]:

@@ -13,14 +13,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from journal._capture import add_usage
 from journal._kinds import scalars_kind, span_kind
-from journal.catalog import PARENT_SPAN_KEY
+from journal.catalog import PARENT_SPAN_KEY, TAG_RE
 from journal.encoding import NOT_PLAIN, PLAIN
 
-__all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for"]
+__all__ = ["Node", "RunState", "SpinLock", "ThreadStates", "caller_for", "internal_caller"]
 
 T = TypeVar("T")
 
@@ -199,6 +199,27 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
         ):
             caller = f"subagent:{parent.name}"
     return caller, False
+
+
+#: LangChain's middleware that make model calls of their own inside the agent's nodes, by the
+#: ``lc_source`` metadata of those calls.
+_INTERNAL_SOURCES: Final = {
+    "summarization": "SummarizationMiddleware",
+    "tool_emulation": "LLMToolEmulator",
+    "tool_selection": "LLMToolSelectorMiddleware",
+}
+
+
+def internal_caller(source: Any) -> str:
+    """The caller of a model call made with ``lc_source`` metadata ``source``: LangChain marks
+    so the calls a middleware makes for itself (the tool emulator's inside the tools node, the
+    tool selector's inside the model node), never the agent's: ``middleware:<Class>``, or
+    ``middleware:<source>`` for another one."""
+    if type(source) is str and source in _INTERNAL_SOURCES:
+        return f"middleware:{_INTERNAL_SOURCES[source]}"
+    if type(source) is str and len(source) <= 64 and TAG_RE.match(source):
+        return f"middleware:{source}"
+    return "middleware:internal"
 
 
 class ThreadStates(Generic[T]):

@@ -30,7 +30,7 @@ from journal._edits import task_order_key
 from journal._logging import get_logger
 from journal._queued import Lazy
 from journal._registry import RunRegistry
-from journal._run_state import Node, RunState, SpinLock, ThreadStates
+from journal._run_state import Node, RunState, SpinLock, ThreadStates, internal_caller
 from journal._sink import EventSink
 from journal.catalog import (
     PARENT_SPAN_KEY,
@@ -182,6 +182,9 @@ class RunTracker:
             if node is None:
                 return
             node.model = model
+            source = metadata.get("lc_source")
+            if source is not None and node.caller == "agent":  # a middleware's own call
+                node.caller, node.kind = internal_caller(source), -1
             event_md = {
                 **node.call_attribution(),
                 "model": model,

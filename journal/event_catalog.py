@@ -6,7 +6,10 @@ rule) are constants in :mod:`journal.catalog`; the event model is :mod:`journal.
 
 Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
 the trace, message and middleware categories carries ``caller`` (``"agent"``,
-``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input),
+``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input; a model
+call that a LangChain middleware makes for itself inside the agent's nodes, marked by its
+``lc_source`` metadata, such as ``LLMToolEmulator``'s and ``LLMToolSelectorMiddleware``'s, is
+``middleware:<Class>`` too, and so are the events under it),
 ``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node). A subagent is a
 graph run inside the root graph: a compiled graph used as a node, or one a tool or a node
 invokes, with or without a checkpointer of its own (LangGraph gives that one a checkpoint
