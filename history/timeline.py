@@ -81,7 +81,7 @@ _SCAN_PAGE_MAX: Final = 500
 class TimelineItem(TypedDict, total=False):
     """One timeline entry; which keys are present depends on ``type`` (see the module doc)."""
 
-    type: Literal["human", "ai", "tool", "summary_marker", "removal_marker"]
+    type: Literal["human", "ai", "tool", "system", "summary_marker", "removal_marker"]
     id: str
     seq: int
     run_id: str

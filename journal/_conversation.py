@@ -11,7 +11,7 @@ tool results wait for earlier calls. Callback path: no I/O; the caller serialise
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
@@ -44,6 +44,8 @@ from journal.messages import message_event_type
 __all__ = ["Conversation"]
 
 _log = get_logger(__name__)
+#: The messages of a run's input that are the client's own (journaled unless stored already).
+_INPUT_TYPES: Final = frozenset({"human", "system"})
 
 
 class Conversation:
@@ -100,8 +102,9 @@ class Conversation:
             self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
             return
         for message in messages:
-            # a resent history's answers and summaries were journaled when they were produced
-            if (command or message.type == "human") and not is_summary(message):
+            # a resent history's answers and summaries were journaled when they were produced;
+            # its human and system messages are the client's (the writer drops stored repeats)
+            if (command or message.type in _INPUT_TYPES) and not is_summary(message):
                 # the same id with another content: the user edited it (a client that keeps
                 # its ids), and the state replaces it
                 last = self._last.get(str(message.id))

@@ -25,13 +25,23 @@ from journal.encoding import NOT_PLAIN
 from journal.events import NewEvent, RunEvent
 from journal.store import RunEventStore
 
-__all__ = ["KnownInputs", "Versions", "as_edit", "message_id_of", "select", "versions"]
+__all__ = [
+    "INPUT_TYPES",
+    "KnownInputs",
+    "Versions",
+    "as_edit",
+    "message_id_of",
+    "select",
+    "versions",
+]
 
 #: A thread's stored inputs: message id -> the digest of its latest stored version.
 Versions = dict[str, str]
 
 _log = get_logger(__name__)
 _CAPACITY: Final = 4096
+#: The events of a run's input messages (a resent history repeats them): human and system.
+INPUT_TYPES: Final = ("message.human", "message.system")
 
 
 message_id_of = stored_message_id  # the catalog's rule, under the name the writer uses
@@ -95,7 +105,7 @@ class KnownInputs:
         if not ask_store:
             return None
         try:
-            stored = self._store.read(thread_id, event_type="message.human")
+            stored = self._store.read(thread_id, event_type=list(INPUT_TYPES))
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
         known = self._threads[thread_id] = versions(stored)
@@ -104,7 +114,7 @@ class KnownInputs:
         return known
 
     def drop_repeats(self, events: KnownEvents, *, ask_store: bool = True) -> KnownEvents:
-        """``events`` without the ``message.human`` events whose message is already stored
+        """``events`` without the input events (:data:`INPUT_TYPES`) whose message is already stored
         (``events`` itself when none is dropped).
 
         ``ask_store=False`` (the store is known to be down) uses what is cached only: the
@@ -114,7 +124,7 @@ class KnownInputs:
 
         def keep(event: NewEvent) -> NewEvent | None:
             nonlocal asking
-            if event.event_type != "message.human" or event.metadata.get("replacement"):
+            if event.event_type not in INPUT_TYPES or event.metadata.get("replacement"):
                 return event
             known = self._known(event.thread_id, asking)
             if known is None:

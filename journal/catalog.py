@@ -33,7 +33,7 @@ SUMMARY_SOURCE: Final = "summarization"
 SUMMARIZE_EVENT_TYPE: Final = "middleware:summarize"
 REMOVE_EVENT_TYPE: Final = "message.remove"
 #: The events that record a message added to the state.
-MESSAGE_EVENT_TYPES: Final = ("message.human", "message.ai", "message.tool")
+MESSAGE_EVENT_TYPES: Final = ("message.human", "message.ai", "message.tool", "message.system")
 #: The event of a model call (its input's ids and digests ride on it).
 MODEL_CALL_EVENT_TYPE: Final = "llm.start"
 #: The metadata key of trace and middleware events naming the LangChain run id of their

@@ -75,6 +75,13 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      (``message.*`` of its type).
                      Input messages without an id get one in place before LangGraph maps the
                      input, so the state keeps it. metadata ``caller: "user"``.
+  ``message.system`` a ``SystemMessage`` that enters the state: one of the run's input (as
+                     for ``message.human``: a repeat is not recorded again, another content
+                     is a ``replacement``) or one a node writes (a hook that adds a note to
+                     the state). A model's system prompt that is not in the state (an
+                     agent's ``system_prompt``) is not one: it is in the call's ``llm.start``
+                     record. Not in the fixed catalog of ARCHITECTURE.md: journals written
+                     before it had no event for such a message (replay misses it there).
   ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
                      ``messages``: model answers, tool results (``ToolMessage``, the messages
                      of a returned ``Command``, error results as ``status: "error"``), in the

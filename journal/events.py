@@ -74,7 +74,9 @@ FIXED_EVENT_TYPES: Final[dict[str, frozenset[str]]] = {
     "lifecycle": frozenset(
         {"run.start", "run.end", "run.error", "run.cancel", "run.interrupt", "run.resume"}
     ),
-    "message": frozenset({"message.human", "message.ai", "message.tool", "message.remove"}),
+    "message": frozenset(
+        {"message.human", "message.ai", "message.tool", "message.system", "message.remove"}
+    ),
     "trace": frozenset(
         {"llm.start", "llm.end", "llm.error", "tool.start", "tool.end", "tool.error"}
     ),

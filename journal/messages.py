@@ -19,6 +19,7 @@ MESSAGE_EVENT_TYPES: Final = {
     "human": "message.human",
     "ai": "message.ai",
     "tool": "message.tool",
+    "system": "message.system",
 }
 
 

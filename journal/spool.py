@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from journal._known_inputs import Versions, as_edit, message_id_of, versions
+from journal._known_inputs import INPUT_TYPES, Versions, as_edit, message_id_of, versions
 from journal._logging import get_logger
 from journal.digests import stored_digest
 from journal.encoding import dumps, dumps_record
@@ -320,7 +320,8 @@ def replay_spool(
 
 
 def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list[NewEvent]:
-    """``events`` minus each ``message.human`` whose message its thread already holds.
+    """``events`` minus each input event (``message.human``, ``message.system``) whose message
+    its thread already holds.
 
     A journal restarted while the store was down cannot tell which inputs of a resent history
     are stored, so it spools them all; the store tells at replay time.
@@ -329,9 +330,9 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     stored: dict[str, tuple[dict[str, str], Versions]] = {}
     out: list[NewEvent] = []
     for event in events:
-        if event.event_type == "message.human" and not event.metadata.get("replacement"):
+        if event.event_type in INPUT_TYPES and not event.metadata.get("replacement"):
             if event.thread_id not in stored:
-                held = store.read(event.thread_id, event_type="message.human")
+                held = store.read(event.thread_id, event_type=list(INPUT_TYPES))
                 first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
                 stored[event.thread_id] = first, versions(held)
             ids, known = stored[event.thread_id]

@@ -149,6 +149,13 @@ class HumanItem(_MessageItem):
     content: Any = None
 
 
+class SystemItem(_MessageItem):
+    """A system message in the thread's state (one the client sent, or a node wrote)."""
+
+    type: Literal["system"]
+    content: Any = None
+
+
 class AiItem(_MessageItem):
     """An AI message; ``tool_calls`` lists the tools it asked for."""
 
@@ -190,7 +197,7 @@ class RemovalMarkerItem(_Item):
 
 
 HistoryItem = Annotated[
-    HumanItem | AiItem | ToolItem | SummaryMarkerItem | RemovalMarkerItem,
+    HumanItem | AiItem | ToolItem | SystemItem | SummaryMarkerItem | RemovalMarkerItem,
     Field(discriminator="type"),
 ]
 

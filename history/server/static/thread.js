@@ -11,7 +11,8 @@ import { Search } from "./search.js";
 import { sparkline } from "./spark.js";
 
 const TIMELINE_TYPES = [
-  "message.human", "message.ai", "message.tool", "message.remove", "middleware:summarize",
+  "message.human", "message.ai", "message.tool", "message.system", "message.remove",
+  "middleware:summarize",
 ];
 const LIVE_TYPES = [
   ...TIMELINE_TYPES, "run.start", "run.end", "run.error", "run.cancel", "run.interrupt",
@@ -20,7 +21,7 @@ const LIVE_TYPES = [
 const SERIES_CALLS = 300;
 
 function whoLabel(item) {
-  const base = item.type === "human" ? "Human" : "AI";
+  const base = item.type === "human" ? "Human" : item.type === "system" ? "System" : "AI";
   const caller = item.caller;
   if (!caller || caller === "user" || caller === "agent") return base;
   return base + " · " + caller;
