@@ -348,8 +348,16 @@ class Conversation:
         ``final``: the state's ids once the whole step is applied (for the step's last edit).
         """
         node, outcome = edit.node, edit.outcome
+        before = set(edit.before)
+        # a summary the state held before the edit is an earlier compaction's (kept by a
+        # rewrite; after a restart this journal has not seen it), not a new one
         summary = next(
-            (m for m in outcome.messages if is_summary(m) and m.id not in self._seen), None
+            (
+                m
+                for m in outcome.messages
+                if is_summary(m) and m.id not in self._seen and m.id not in before
+            ),
+            None,
         )
         shown = [m for m in outcome.messages if not is_summary(m)]
         removal = outcome.removed if not node.summarized else []  # its own event marked it
@@ -370,7 +378,6 @@ class Conversation:
             if outcome.rewrite or reorder:
                 content = {"all": True, **content, "state_message_ids": list(target)}
             self._sink.emit(node.run, "message", REMOVE_EVENT_TYPE, content, node.attribution())
-        before = set(edit.before)
         for message in outcome.messages:
             mid = str(message.id)
             if is_summary(message):  # the summary lives in the marker, not as a human message
