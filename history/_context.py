@@ -170,8 +170,8 @@ class _Point:
         """A copy to feed further (the entries themselves are shared: they do not change)."""
         w = self.walk
         return replace(
-            w, entries=dict(w.entries), inline=dict(w.inline), checked=set(w.checked),
-            calls=OrderedDict(w.calls),
+            w, entries=dict(w.entries), fed=dict(w.fed), inline=dict(w.inline),
+            checked=set(w.checked), calls=OrderedDict(w.calls),
         )  # fmt: skip
 
 

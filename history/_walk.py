@@ -8,8 +8,10 @@ rules, written once for :func:`history.replay` and :func:`history.verify`:
 * ``message.*``: the message enters the state; an id the state holds is replaced in place
   (``add_messages``).
 * ``message.remove``: its ``removed_message_ids`` leave the state; with ``state_message_ids``
-  (a rewrite) the state becomes exactly that list, in that order — ids not journaled yet are
-  filled by the ``message.*`` events that follow.
+  (a rewrite, or the state of a run forked from an earlier checkpoint) the state becomes
+  exactly that list, in that order: each id is the latest version journaled of it, removed
+  or summarized away since included (a fork brings such messages back); ids not journaled
+  yet are filled by the ``message.*`` events that follow.
 * ``middleware:summarize``: the state becomes ``state_message_ids`` (inferred markers) or
   ``[summary_message, *kept_message_ids]`` (the tracking middleware's layout).
 * ``llm.start``: its record (``metadata.context``, see :mod:`journal.digests`) lists every input
@@ -92,6 +94,8 @@ class StateWalk:
     thread_id: str
     verify: bool = False  # recompute every digest from the stored content
     entries: dict[str, _Entry | None] = field(default_factory=dict)
+    # every message fed, by id, its latest version: an order may place one the state lost
+    fed: dict[str, _Entry] = field(default_factory=dict)
     inline: dict[str, Any] = field(default_factory=dict)
     checked: set[str] = field(default_factory=set)  # inline digests recomputed and matching
     # the expanded records of the latest calls, by llm_run_id (a delta's base is among them)
@@ -135,16 +139,18 @@ class StateWalk:
 
     def _add(self, event: RunEvent) -> None:
         recorded = event.metadata.get("digest")
-        self.entries[message_id(event) or f"\0seq-{event.seq}"] = _Entry(
+        mid = message_id(event) or f"\0seq-{event.seq}"
+        self.entries[mid] = self.fed[mid] = _Entry(
             event.content,
             recorded if isinstance(recorded, str) else None,
             bool(event.metadata.get("truncated")),
         )
 
     def _reorder(self, order: list[str], injected: dict[str, _Entry]) -> None:
+        self.fed.update(injected)
         entries: dict[str, _Entry | None] = {}
         for mid in order:
-            entries[mid] = injected.get(mid) or self.entries.get(mid, _PENDING)
+            entries[mid] = self.fed.get(mid, _PENDING)
         self.entries = entries
 
     def _remove(self, event: RunEvent) -> None:

@@ -317,8 +317,11 @@ class Conversation:
     def _resync(self, run: RunState, state: Any) -> None:
         """Compare the journal's order of the thread's state with the state LangGraph gives a
         node (or the root's output); if they differ — the tasks of a superstep journaled in
-        completion order, not the task-path order LangGraph applies, or messages another
-        journal recorded — journal the state's order (a ``message.remove`` removing nothing).
+        completion order, not the task-path order LangGraph applies, messages another journal
+        recorded, a run forked from an earlier checkpoint — journal the state's order (a
+        ``message.remove`` whose ``removed_message_ids`` are the journaled messages the state
+        no longer holds, usually none: a fork's, a ``RemoveMessage`` of the run's input).
+        Messages a fork brings back are not journaled again (replay keeps all it was fed).
         """
         if not isinstance(state, dict):
             return
@@ -329,10 +332,13 @@ class Conversation:
             self._place(messages)
         truth = state_ids(messages)
         first, self._checked = not self._checked, True
-        content: Any = {"all": True, "removed_message_ids": [], "state_message_ids": truth}
-        if len(truth) == len(self._order) and truth == list(self._order):
-            if not first:
-                return
+        same = len(truth) == len(self._order) and truth == list(self._order)
+        if same and not first:
+            return
+        held = set(truth)  # what left the state: the timeline shows it as a removal
+        gone = [mid for mid in self._order if mid not in held]
+        content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
+        if same:
             # the first state this journal sees of the thread: its order is the journal's,
             # but an earlier process may have journaled a longer state (a graph without a
             # checkpointer starts each run with its input alone): kept where the store holds

@@ -137,7 +137,12 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      another journal, a graph without a checkpointer; the timeline skips it.
                      Also once per thread a journal first sees the state of, when the store
                      held messages of the thread before (another process's runs: a graph
-                     without a checkpointer starts anew, its state its input alone).
+                     without a checkpointer starts anew, its state its input alone). Such
+                     an order names in ``removed_message_ids`` the journaled messages the
+                     state no longer holds, if any (a run forked from an earlier checkpoint,
+                     a ``RemoveMessage`` in a run's input): the timeline shows a removal
+                     marker. Messages a fork brings back (removed or summarized away since)
+                     are not journaled again: replay takes the latest version of each.
                      An edit before a breakpoint (``interrupt_before``/``after``) is applied
                      when the run pauses; one in a step a task interrupted, on resume.
 
