@@ -44,7 +44,12 @@ from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
 
 _log = get_logger(__name__)
-_CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt)
+#: Thrown into a graph's stream that its caller stopped (``close``, ``aclose``, or a ``break``
+#: that drops it). LangGraph yields only between tasks or supersteps and, leaving, saves every
+#: finished task's writes whatever the durability: applied, or pending writes that
+#: ``get_state`` shows applied and a resumed run applies.
+_STREAM_STOPPED: Final = GeneratorExit
+_CANCEL_ERRORS: Final = (asyncio.CancelledError, KeyboardInterrupt, _STREAM_STOPPED)
 _INTERRUPT_ERRORS: Final = frozenset({"GraphInterrupt", "NodeInterrupt"})
 _NOTHING_WRITTEN: Final[frozenset[str]] = frozenset()
 _ROOT_ATTRIBUTION: Final = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
@@ -131,7 +136,10 @@ class RunTracker:
                 return
             if isinstance(error, _CANCEL_ERRORS):
                 content = {**run.summary("cancelled"), "reason": type(error).__name__}
-                self._finish_root(run_id, run, "run.cancel", content, applied=False)
+                # a stopped stream keeps its last step (a later run's resync corrects it if
+                # LangGraph drops those pending writes for a new input)
+                applied = isinstance(error, _STREAM_STOPPED)
+                self._finish_root(run_id, run, "run.cancel", content, applied)
             elif type(error).__name__ in _INTERRUPT_ERRORS:
                 self._finish_root(run_id, run, "run.interrupt", _interrupt_content(run, ()))
             else:

@@ -45,7 +45,10 @@ lifecycle
                      own events would (``caller``, ``langgraph_node``, ``langgraph_step``,
                      ``parent_span_run_id`` = the node's run id); else it is empty.
   ``run.cancel``     the ``run.end`` content with ``status: "cancelled"`` and ``reason``
-                     (``CancelledError`` / ``KeyboardInterrupt``).
+                     (``CancelledError`` / ``KeyboardInterrupt``, or ``GeneratorExit``: the
+                     caller stopped the run's stream — ``close()``, ``aclose()``, a ``break``
+                     that drops it). A stopped stream keeps its last superstep's edits:
+                     LangGraph saved its finished tasks' writes, which ``get_state`` shows.
   ``run.interrupt``  the ``run.end`` content with ``status: "interrupted"``, ``interrupts``
                      (``[{"id", "value"}]``) and ``checkpoint_id``. A paused run has no
                      ``run.end``: ``run.interrupt`` is its last lifecycle event.
