@@ -37,6 +37,7 @@ __all__ = [
     "tool_call_id_of",
     "tool_calls_of",
     "tool_end_content",
+    "update_writes",
     "written_ids",
 ]
 
@@ -150,6 +151,14 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
         return []
     overwrite, value = _overwrite(update.get("messages"))
     return _overwritten(value, keep_removals=True) if overwrite else _normalise(update, "messages")
+
+
+def update_writes(values: Any) -> list[list[BaseMessage]]:
+    """Each write an ``update_state``'s ``values`` make to ``messages``, ``RemoveMessage``
+    items included (as :func:`output_writes`), each message with the id the state will hold
+    (set in place: LangGraph's writers take the values after the callback that reads them)."""
+    writes = [_normalise(update, "messages", keep_removals=True) for update in _updates(values)]
+    return [w for w in writes if w]
 
 
 def _input_update(inputs: Any) -> dict[str, Any] | None:

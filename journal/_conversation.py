@@ -5,7 +5,8 @@ input, a node of the root graph started or wrote its output, a tools task failed
 finished, the journal closes — and journals the ``message.*`` events (and edits, see
 :mod:`journal._edits`) in the order the messages enter the LangGraph state. It remembers which
 message ids are journaled, the state's order as journaled, the edits of the current superstep
-(held until LangGraph applied it), and, through :class:`journal._tool_order.ToolOrder`, which
+(held until LangGraph applied it), the thread's latest run (what an ``update_state`` between
+runs is journaled under), and, through :class:`journal._tool_order.ToolOrder`, which
 tool results wait for earlier calls. Callback path: no I/O; the caller serialises access.
 """
 
@@ -55,7 +56,9 @@ class Conversation:
     ``_last`` the latest journaled object of each id and its content object then (a node that
     returns the same object, its content not replaced, changed nothing); ``_fresh`` the
     ``(id, task path)`` of the messages journaled since the current superstep started;
-    ``_held`` the edits of the current superstep, waiting to be applied.
+    ``_held`` the edits of the current superstep, waiting to be applied; ``_run`` the
+    thread's latest root run; ``_updates`` the writes of ``update_state`` calls made before
+    this journal followed a run of the thread (journaled with the next one).
     """
 
     __slots__ = (
@@ -66,11 +69,13 @@ class Conversation:
         "_held_step",
         "_last",
         "_order",
+        "_run",
         "_seen",
         "_sink",
         "_step",
         "_tools",
         "_unplaced",
+        "_updates",
         "thread_id",
     )
 
@@ -89,6 +94,8 @@ class Conversation:
         self._held_step: int | None = None
         # messages written in a form the journal could not give an id: (node, message, caller)
         self._unplaced: list[tuple[Node, BaseMessage, str]] = []
+        self._run: RunState | None = None
+        self._updates: list[list[BaseMessage]] = []
 
     # -- what happened -------------------------------------------------------------------
 
@@ -96,6 +103,10 @@ class Conversation:
         """A root run started with input ``messages`` (``command``: a ``Command``'s update,
         whose messages are all new; led by ``OVERWRITTEN``: they replace the state).
         ``user`` carries the run and its attribution."""
+        self._run = user.run
+        if self._updates:  # made before this journal followed a run: they come first
+            updates, self._updates = self._updates, []
+            self._journal_update(user, updates)
         self._fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
             before = list(self._order)
@@ -133,7 +144,7 @@ class Conversation:
         for message in self._tools.step_started(node.step):
             self._add(node, message, "agent")
         if new_step and check:  # the state this node reads is the applied state
-            self._resync(node.run, inputs)
+            self._resync(node.run, inputs, between_runs=not node.run.synced)
             node.run.synced = True
         node.path = path
         if isinstance(inputs, dict):
@@ -176,6 +187,21 @@ class Conversation:
             for message in self._tools.run_ended():
                 self._add(holder, message, "agent")
             self._resync(run, state)
+
+    def state_updated(self, writes: list[list[BaseMessage]]) -> None:
+        """``update_state`` applied ``writes`` to the thread's state (as a node's writes).
+
+        Journaled as the user's, under the thread's latest run (the state they edit), never
+        as a run of their own; before this journal followed any run of the thread, with the
+        next one.
+        """
+        if self._run is None:
+            self._updates.extend(writes)
+            return
+        run = self._run
+        self._journal_update(
+            Node(run=run, name=run.graph, caller="user", node=None, step=None), writes
+        )
 
     def closing(self) -> None:
         """The journal closes: journal the tool results and edits paused runs still hold.
@@ -274,6 +300,33 @@ class Conversation:
 
     # -- the state's order and its edits (see journal._edits) -----------------------------
 
+    def _journal_update(self, user: Node, writes: list[list[BaseMessage]]) -> None:
+        """Journal an ``update_state``'s writes, one after the other, as ``user``'s edits."""
+        for write in writes:
+            before = list(self._order)
+            self._journal_edit(AppliedEdit(user, before, apply_write(before, write)), None)
+
+    def _catch_up(self, run: RunState, messages: list[Any]) -> None:
+        """Journal, as the user's, what the state gained outside every run this journal
+        followed: messages it never journaled, and new contents of ids it holds. LangGraph
+        applies an ``update_state`` whose node has one writer without any callback, so the
+        next run's state is where the journal first sees it. (A message journaled before that
+        left the state and is back — a fork — is not journaled again: replay keeps it.)"""
+        fresh = len(self._fresh)
+        user = Node(run=run, name=run.graph, caller="user", node=None, step=None)
+        for message in messages:
+            mid = getattr(message, "id", None)
+            if not isinstance(message, BaseMessage) or type(mid) is not str or is_summary(message):
+                continue
+            if mid in self._order:
+                last = self._last.get(mid)  # (none: an id of a state first seen whole)
+                if last is None or last[1] is message.content or last[1] == message.content:
+                    continue
+            elif mid in self._seen:
+                continue
+            self._add(user, message, "user", replace=True)
+        del self._fresh[fresh:]  # they entered the state before this step
+
     def _apply_held(self) -> None:
         """Journal the held edits of a superstep LangGraph has applied, in task-path order.
 
@@ -314,7 +367,7 @@ class Conversation:
         if pending:
             _log.warning("journal_messages_unplaced", count=len(pending))
 
-    def _resync(self, run: RunState, state: Any) -> None:
+    def _resync(self, run: RunState, state: Any, *, between_runs: bool = False) -> None:
         """Compare the journal's order of the thread's state with the state LangGraph gives a
         node (or the root's output); if they differ — the tasks of a superstep journaled in
         completion order, not the task-path order LangGraph applies, messages another journal
@@ -322,6 +375,8 @@ class Conversation:
         ``message.remove`` whose ``removed_message_ids`` are the journaled messages the state
         no longer holds, usually none: a fork's, a ``RemoveMessage`` of the run's input).
         Messages a fork brings back are not journaled again (replay keeps all it was fed).
+        ``between_runs``: the first state a run's nodes read, where what changed since the
+        journal's last sight of the thread was written outside its runs (see _catch_up).
         """
         if not isinstance(state, dict):
             return
@@ -330,6 +385,8 @@ class Conversation:
             return
         if self._unplaced:
             self._place(messages)
+        if between_runs and self._checked:
+            self._catch_up(run, messages)
         truth = state_ids(messages)
         first, self._checked = not self._checked, True
         same = len(truth) == len(self._order) and truth == list(self._order)

@@ -7,7 +7,8 @@ It keeps the runs it journals (a *root* is the outermost chain of a call the jou
 attached to; every run under it is a :class:`journal._run_state.Node`), attributes each event
 (caller, step, node, parent span), queues lifecycle and trace events on the
 :class:`journal._sink.EventSink` and hands the thread's messages to its
-:class:`journal._conversation.Conversation`.
+:class:`journal._conversation.Conversation`. A graph's ``update_state`` (a chain LangGraph runs
+outside any run) is no root: it hands its writes to the conversation.
 
 Thread-safe: one non-blocking lock around each happening; callback path, so no I/O.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from uuid import UUID
 
 from langchain_core.messages import BaseMessage
@@ -55,6 +56,16 @@ _NOTHING_WRITTEN: Final[frozenset[str]] = frozenset()
 _ROOT_ATTRIBUTION: Final = {"caller": "agent", "langgraph_step": None, "langgraph_node": None}
 #: Longest tag of a ``family:<tag>`` event type this journal writes (room for the family).
 MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
+#: How LangGraph names the chain that runs an ``update_state``'s writers: the graph's name and
+#: this (``Pregel.bulk_update_state``); it has no other mark, and runs outside any run.
+_UPDATE_STATE_SUFFIX: Final = "UpdateState"
+
+
+class _Update(NamedTuple):
+    """An ``update_state`` going on: its thread and what it writes to ``messages``."""
+
+    thread_id: str
+    writes: list[list[BaseMessage]]
 
 
 def event_tag(name: str) -> str:
@@ -70,6 +81,7 @@ class RunTracker:
         self._contents = contents
         self._lock = SpinLock()
         self._runs = RunRegistry()
+        self._updates: dict[UUID, _Update] = {}  # update_state chains going on
         self._threads: ThreadStates[Conversation] = ThreadStates(
             lambda thread_id: Conversation(thread_id, sink, contents)
         )
@@ -92,7 +104,10 @@ class RunTracker:
                 self._runs.forget(run_id)
                 return
             if not self._runs.knows(parent_id):
-                self._start_root(run_id, name, inputs, metadata, default_thread)
+                if name.endswith(_UPDATE_STATE_SUFFIX):
+                    self._start_update(run_id, inputs, metadata, default_thread)
+                else:
+                    self._start_root(run_id, name, inputs, metadata, default_thread)
                 return
             node = self._runs.add_child(run_id, parent_id, name, metadata)
             if node is not None and node.top:
@@ -102,6 +117,11 @@ class RunTracker:
     def chain_ended(self, run_id: UUID, outputs: Any) -> None:
         """A chain ended: a node of the root graph journals what it wrote; a root ``run.end``."""
         with self._lock:
+            update = self._updates.pop(run_id, None)
+            if update is not None:  # LangGraph took its writes (its output is only them)
+                self._threads.get(update.thread_id).state_updated(update.writes)
+                self._sink.wake()
+                return
             run = self._runs.root(run_id)
             if run is not None:
                 self._finish_root(run_id, run, "run.end", run.summary("success"), state=outputs)
@@ -117,6 +137,8 @@ class RunTracker:
         ``run.error`` (whose metadata names the first node step of the root graph that
         raised); a node that answered a tool call stops holding later results."""
         with self._lock:
+            if self._updates.pop(run_id, None) is not None:  # nothing was written
+                return
             run = self._runs.root(run_id)
             if run is None:
                 node = self._runs.pop(run_id)
@@ -386,6 +408,17 @@ class RunTracker:
         command = not isinstance(inputs, dict)  # a Command's update adds every message it has
         messages = cap.assign_input_ids(inputs)
         self._threads.get(thread_id).root_started(user, messages, command)
+
+    def _start_update(
+        self, run_id: UUID, values: Any, metadata: dict[str, Any], default_thread: str | None
+    ) -> None:
+        """``update_state`` runs the writers of a node: a write to the thread's state, no
+        run (no lifecycle event, no run in the runs view); journaled when it ends."""
+        self._runs.forget(run_id)  # what runs under it starts no root
+        thread = metadata.get("thread_id", default_thread)
+        if thread is not None:  # (update_state needs a checkpointer's thread)
+            writes = cap.update_writes(values)
+            self._updates[run_id] = _Update(journal_thread_id(str(thread)), writes)
 
     def _finish_root(
         self,

@@ -112,10 +112,22 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      are no tool results of one call list (``Send`` fan-out, the messages of
                      a tool's ``Command`` next to another call's result) are journaled as
                      their tasks end: the timeline shows them in that order, the order event
-                     after their step gives the state's (replay follows it); a message added
-                     with ``graph.update_state`` outside a run is not journaled (no callback
-                     sees it): the state view lacks it, a model call that received it records
-                     it in its context.
+                     after their step gives the state's (replay follows it).
+                     ``graph.update_state(config, values, as_node=...)`` (``aupdate_state``;
+                     also through ``with_config(callbacks=[journal])``) is a write to the
+                     state, not a run: no lifecycle event, no run in the runs view. Its
+                     messages are journaled as ``as_node``'s write would be (new ones added,
+                     a ``RemoveMessage`` a ``message.remove``, an id the state holds a
+                     ``replacement``) with ``caller: "user"`` and ``langgraph_step`` /
+                     ``langgraph_node`` ``None``, under the run id of the thread's latest run
+                     (before the journal followed any run of the thread: with the next
+                     one). LangGraph tells the callbacks only when that node has more than
+                     one writer (an agent's model node, a node with a conditional edge; the
+                     chain ``<graph name>UpdateState``: a root chain so named is taken for
+                     one); an update of a node with one writer (a plain edge) is seen at the
+                     next run's first state: what it added or changed is journaled then,
+                     after that run's input, and its removals by that run's order event (a
+                     journal that has not seen the thread's state before cannot tell it).
   ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
                      summarization: content ``{"removed_message_ids"}`` for removals by id,
                      ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
