@@ -15,9 +15,15 @@ it with the digest recorded at call time. A call is
   damaged, or extends a record the journal lacks);
 * ``unrecorded`` when it was journaled without a record (before records existed).
 
+It also checks the thread's last state: ``state_missing`` lists the ids an order event placed
+in it (a rewrite's or a ``message.remove``'s ``state_message_ids``) whose message no event
+holds, so replay's state lacks them. A state message the journal never learnt of and no order
+names leaves no trace in the journal: verify cannot see it.
+
 The report is plain JSON data: ``{thread_id, ok, calls, exact, diverged, unrecorded,
-results: [{seq, run_id, llm_run_id, model, message_count, status, problems}]}``; ``ok`` is
-false when any call diverged. ``averify`` is the async variant. An unknown thread raises
+state_missing, results: [{seq, run_id, llm_run_id, model, message_count, status,
+problems}]}``; ``ok`` is false when any call diverged or the state misses a message.
+``averify`` is the async variant. An unknown thread raises
 ``history.errors.ThreadNotFoundError``.
 """
 
@@ -59,6 +65,7 @@ class VerifyReport(TypedDict):
     exact: int
     diverged: int
     unrecorded: int
+    state_missing: list[str]
     results: list[CallCheck]
 
 
@@ -104,13 +111,15 @@ def verify_plan(thread_id: str) -> Plan[VerifyReport]:
     counts = {status: 0 for status in ("exact", "diverged", "unrecorded")}
     for result in results:
         counts[result["status"]] += 1
+    missing = [mid for mid, entry in walk.entries.items() if entry is None]
     return {
         "thread_id": thread_id,
-        "ok": counts["diverged"] == 0,
+        "ok": counts["diverged"] == 0 and not missing,
         "calls": len(results),
         "exact": counts["exact"],
         "diverged": counts["diverged"],
         "unrecorded": counts["unrecorded"],
+        "state_missing": missing,
         "results": results,
     }
 

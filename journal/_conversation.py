@@ -108,6 +108,9 @@ class Conversation:
             updates, self._updates = self._updates, []
             self._journal_update(user, updates)
         self._fresh = []  # (the step stays: a resumed run re-runs the step it paused in)
+        tail = messages[-1] if messages else None
+        if tail is not None and tail is not OVERWRITTEN and isinstance(tail.id, str):
+            user.run.input_end = tail.id
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
             before = list(self._order)
             self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
@@ -132,7 +135,8 @@ class Conversation:
         applied; ``inputs`` is the state it reads."""
         new_step = node.step is not None and self._step != node.step
         # the journal's order can differ from the state's only after parallel writes, writes
-        # it could not place, or before this run (another journal, a graph without memory)
+        # it could not place, writes no callback told of (a cached task: see below), or
+        # before this run (another journal, a graph without memory)
         check = not node.run.synced or bool(self._unplaced)
         if new_step:
             # a later superstep: LangGraph applied the earlier one's writes
@@ -143,8 +147,13 @@ class Conversation:
             self._fresh = []
         for message in self._tools.step_started(node.step):
             self._add(node, message, "agent")
-        if new_step and check:  # the state this node reads is the applied state
-            self._resync(node.run, inputs, between_runs=not node.run.synced)
+        # the state this node reads is the applied state; a task LangGraph answered from its
+        # cache ran no callback, so its messages show only there (a cheap look first)
+        if (
+            new_step
+            and (check or self._may_hold_unseen(inputs))
+            and self._resync(node.run, inputs, between_runs=not node.run.synced)
+        ):
             node.run.synced = True
         node.path = path
         if isinstance(inputs, dict):
@@ -183,6 +192,11 @@ class Conversation:
         holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
         if paused:  # its calls are answered when it resumes: keep their order (or see close)
             self._tools.run_paused(holder)
+            # at a breakpoint its output is the applied state: what no callback told of is
+            # journaled now (a task's interrupt leaves its step's writes to the resumed run)
+            messages = state.get("messages") if isinstance(state, dict) else None
+            if isinstance(messages, list) and not run.task_interrupted:
+                self._journal_unseen(run, messages)
         else:
             for message in self._tools.run_ended():
                 self._add(holder, message, "agent")
@@ -367,7 +381,50 @@ class Conversation:
         if pending:
             _log.warning("journal_messages_unplaced", count=len(pending))
 
-    def _resync(self, run: RunState, state: Any, *, between_runs: bool = False) -> None:
+    def _may_hold_unseen(self, state: Any) -> bool:
+        """Whether the ``messages`` of ``state`` (a node's input) may hold messages no callback
+        told the journal of: their count or their last id is not the journal's. Constant time:
+        a run that shows the journal every write pays two comparisons a superstep."""
+        messages = state.get("messages") if isinstance(state, dict) else None
+        if not isinstance(messages, list) or not messages:
+            return False
+        if len(messages) != len(self._order):
+            return True
+        return getattr(messages[-1], "id", None) != next(reversed(self._order), None)
+
+    def _journal_unseen(self, run: RunState, messages: list[Any]) -> None:
+        """Journal the messages that entered the state in run ``run`` without a callback
+        telling the journal (a task LangGraph answered from its cache runs no node), in the
+        state's order; the caller then journals the order if they do not end it.
+
+        At the run's first look at the state only what follows its input is the run's: the
+        messages before it were there when it started (journaled by an earlier process or
+        another journal, or added outside any run). No callback names the node that wrote
+        them: they are the agent's, of no node and no step.
+        """
+        start = 0
+        if not run.synced:
+            end = run.input_end
+            start = len(messages)
+            for index, message in enumerate(messages):
+                if end is not None and getattr(message, "id", None) == end:
+                    start = index + 1
+                    break
+        unseen = [
+            m
+            for m in messages[start:]
+            if isinstance(m, BaseMessage) and isinstance(m.id, str) and m.id not in self._seen
+        ]
+        if not unseen:
+            return
+        holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
+        fresh = len(self._fresh)
+        for message in unseen:
+            self._add_ai_or_tool(holder, message)
+        # written in an earlier superstep (applied already): not the current step's writes
+        del self._fresh[fresh:]
+
+    def _resync(self, run: RunState, state: Any, *, between_runs: bool = False) -> bool:
         """Compare the journal's order of the thread's state with the state LangGraph gives a
         node (or the root's output); if they differ — the tasks of a superstep journaled in
         completion order, not the task-path order LangGraph applies, messages another journal
@@ -377,21 +434,24 @@ class Conversation:
         Messages a fork brings back are not journaled again (replay keeps all it was fed).
         ``between_runs``: the first state a run's nodes read, where what changed since the
         journal's last sight of the thread was written outside its runs (see _catch_up).
+        Messages of the run no callback told of are journaled first. ``False`` when ``state``
+        has no ``messages`` list to compare.
         """
         if not isinstance(state, dict):
-            return
+            return False
         messages = state.get("messages")
         if not isinstance(messages, list):
-            return
+            return False
         if self._unplaced:
             self._place(messages)
         if between_runs and self._checked:
             self._catch_up(run, messages)
+        self._journal_unseen(run, messages)
         truth = state_ids(messages)
         first, self._checked = not self._checked, True
         same = len(truth) == len(self._order) and truth == list(self._order)
         if same and not first:
-            return
+            return True
         held = set(truth)  # what left the state: the timeline shows it as a removal
         gone = [mid for mid in self._order if mid not in held]
         content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
@@ -404,6 +464,7 @@ class Conversation:
         attribution = {"caller": "agent", "langgraph_step": self._step, "langgraph_node": None}
         self._sink.emit(run, "message", REMOVE_EVENT_TYPE, content, attribution)
         self._order = dict.fromkeys(truth)
+        return True
 
     def _journal_edit(self, edit: AppliedEdit, final: list[str] | None) -> None:
         """Journal one applied edit: its marker (or removal), then the messages it added.

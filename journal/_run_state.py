@@ -67,6 +67,8 @@ class RunState:
     # attribution of the first node of the root graph that raised (what run.error names)
     failed_node: dict[str, Any] | None = None
     synced: bool = False  # the journal's order of the state was checked in this run
+    # the id of the last message of its input: the state's messages after it are the run's
+    input_end: str | None = None
     finished: bool = False
 
     def add_usage(self, model: str, usage: dict[str, int]) -> None:

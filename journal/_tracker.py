@@ -437,6 +437,8 @@ class RunTracker:
         paused = run.interrupted or event_type == "run.interrupt"
         conversation = self._threads.get(run.thread_id)
         conversation.root_finished(run, applied=applied, paused=paused, state=state)
+        # what the end journaled counts too (writes only the root's output showed)
+        content["message_counts"] = dict(run.message_counts)
         if not (run.interrupted and event_type in {"run.end", "run.interrupt"}):
             self._sink.emit(run, "lifecycle", event_type, content, metadata or {})
         run.finished = True

@@ -106,6 +106,13 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      content object changed). A message written in a form the journal cannot
                      give an id (a bare string or tuple as the whole write) is journaled
                      once the state shows the id LangGraph gave it.
+                     A task LangGraph answers from its cache (a node's ``CachePolicy``) runs
+                     no callback: its messages are journaled once the state shows them (the
+                     next node that reads the state, or the root's output when the run ends
+                     or pauses), in the state's order, with ``caller: "agent"`` and
+                     ``langgraph_node`` / ``langgraph_step`` ``None`` (nothing names its
+                     node); at a run's first look at the state only the messages after its
+                     input count as the run's (those before it were there already).
                      Known limits: a message mutated in place and not written back is no
                      replacement (its content is as the writer finds it, see above); a rewrite
                      whose list repeats an id keeps it once; messages of parallel tasks that
@@ -128,6 +135,9 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      next run's first state: what it added or changed is journaled then,
                      after that run's input, and its removals by that run's order event (a
                      journal that has not seen the thread's state before cannot tell it).
+                     Not journaled: a cached task's write that replaces a message of the
+                     state in place, and one a run without input messages (a resume) shows
+                     only at its first look at the state.
   ``message.remove`` a node's write removed messages (``RemoveMessage``) and it was no
                      summarization: content ``{"removed_message_ids"}`` for removals by id,
                      ``{"all": true, "removed_message_ids", "state_message_ids"}`` for a
@@ -149,7 +159,8 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      only sets the state's order: written when the state LangGraph hands the
                      next node (or the root's output) is ordered otherwise than the journal
                      recorded it — parallel tasks journaled in completion order, writes of
-                     another journal, a graph without a checkpointer; the timeline skips it.
+                     another journal or of a cached task, a graph without a checkpointer; the
+                     timeline skips it.
                      Also once per thread a journal first sees the state of, when the store
                      held messages of the thread before (another process's runs: a graph
                      without a checkpointer starts anew, its state its input alone). Such

@@ -240,7 +240,8 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
     """Check that replay rebuilds every agent model call of THREAD exactly.
 
     Compares each call's rebuilt input with the digests recorded when it was made, and names
-    every message that diverges. Exits 1 if any call diverged.
+    every message that diverges, and every message the thread's last state names but no event
+    holds. Exits 1 if any call diverged or the state misses a message.
 
     \b
     Example:
@@ -272,6 +273,9 @@ def verify(thread_id: str, store_url: str, as_json: bool) -> None:
             f"{report['calls']} agent model calls: {report['exact']} exact, "
             f"{report['diverged']} diverged, {report['unrecorded']} without a record"
         )
+        if report["state_missing"]:
+            missing = ", ".join(report["state_missing"])
+            console.print(shorten(f"state messages never journaled: {missing}", 80))
     if not report["ok"]:
         raise SystemExit(1)
 
