@@ -74,17 +74,20 @@ def _overwrite(raw: Any) -> tuple[bool, Any]:
 def _normalise(
     container: dict[str, Any], key: str, keep_removals: bool = False, written: bool = False
 ) -> list[BaseMessage]:
-    """Give every message under ``container[key]`` an id, in place; return them as messages.
+    """The messages under ``container[key]``, each with the id the state will hold if known.
 
-    ``add_messages`` keeps an existing id, so the id assigned here is the one the state holds.
-    Message-like items (dicts, ``(role, text)`` tuples, strings) are converted and put back
-    into the container as messages, so the state receives exactly the objects returned.
-    ``written``: LangGraph has already taken the value (a node's output), so only what can be
-    changed in place is: a list's items, a dict's ``id``; a message-like value it cannot reach
-    comes back without an id (the state's id becomes known when the state is next seen).
-    ``RemoveMessage`` items are left out unless ``keep_removals``. An overwrite (see
-    :func:`_overwrite`) is read as its value, each item in the state as it is (no reducer
-    runs on it), led by :data:`journal._edits.OVERWRITTEN` when ``keep_removals``.
+    ``add_messages`` keeps an existing id, so an id assigned here is the one the state holds.
+    A message object without an id is given one in place (``add_messages`` would give it one
+    the same way). Message-like items (dicts, ``(role, text)`` tuples, strings) are converted.
+    ``written``: a node's output, which LangGraph has already taken, so only what can be
+    changed in place is: a list's items (put back as the messages returned), a dict's ``id``.
+    Else the value is a root run's input: the user's own object, which is never changed (a
+    user who sends it again must not resend a message id the thread holds). A converted
+    message the journal cannot give its id comes back without one (the state's id becomes
+    known when the state is next seen). ``RemoveMessage`` items are left out unless
+    ``keep_removals``. An overwrite (see :func:`_overwrite`) is read as its value, each item
+    in the state as it is (no reducer runs on it), led by
+    :data:`journal._edits.OVERWRITTEN` when ``keep_removals``.
     """
     raw = container.get(key)
     overwrite, value = _overwrite(raw)
@@ -100,11 +103,10 @@ def _normalise(
         items = raw if isinstance(raw, list) else list(raw)
     else:
         return []
-    in_place = items is raw
-    replaced = False
+    in_place = written and items is raw  # a node's own list, whose items LangGraph reads later
     out: list[BaseMessage] = []
     for index, item in enumerate(items):
-        unreachable = False
+        reachable = True
         if isinstance(item, BaseMessage):
             message = item
         else:
@@ -112,20 +114,18 @@ def _normalise(
                 message = convert_to_messages([item])[0]
             except (ValueError, TypeError, NotImplementedError):
                 continue  # not a message; LangGraph will report it to the caller
-            items[index] = message
-            replaced = True
-            unreachable = written and not in_place and not isinstance(item, dict)
+            if in_place:
+                items[index] = message
+            reachable = in_place or (written and isinstance(item, dict))
         if message.type not in _MESSAGE_TYPES:
             if keep_removals and message.type == "remove":
                 out.append(message)
             continue  # RemoveMessage and other state operations are not messages
-        if message.id is None and not unreachable:
+        if message.id is None and reachable:
             message.id = _new_id()
             if isinstance(item, dict) and "id" not in item:
                 item["id"] = message.id  # the dict LangGraph holds gets the same id
         out.append(message)
-    if replaced and not written:
-        container[key] = items
     return out
 
 
@@ -140,7 +140,9 @@ def _overwritten(value: Any, keep_removals: bool) -> list[BaseMessage]:
 
 
 def assign_input_ids(inputs: Any) -> list[BaseMessage]:
-    """The messages of a root input, each with the id the state will hold (set in place).
+    """The messages of a root input, each with the id the state will hold: a message
+    object's set in place, a message-like item's (a dict, a tuple, a string) not known yet
+    (``None``: the user's input is not changed, see :func:`_normalise`).
 
     The input is a state dict, or a ``Command`` whose ``update`` dict adds messages. An
     input that overwrites the state (see :func:`_overwrite`) starts with

@@ -117,22 +117,25 @@ class Conversation:
             return
         for message in messages:
             # a resent history's answers and summaries were journaled when they were produced;
-            # its human and system messages are the client's (the writer drops stored repeats)
-            if (command or message.type in _INPUT_TYPES) and not is_summary(message):
+            # its human and system messages are the client's (the writer drops stored repeats),
+            # and one without an id is new to the state (journaled once the state is seen)
+            new = command or message.type in _INPUT_TYPES or message.id is None
+            if new and not is_summary(message):
                 # the same id with another content: the user edited it (a client that keeps
                 # its ids), and the state replaces it
-                last = self._last.get(str(message.id))
+                last = None if message.id is None else self._last.get(message.id)
                 edited = last is not None and last[1] != message.content
                 self._add(user, message, "user", replace=edited)
-            else:
-                mid = str(message.id)
-                self._seen.add(mid)
-                self._order[mid] = None
-                self._last[mid] = (message, message.content)
+            elif message.id is not None:
+                self._seen.add(message.id)
+                self._order[message.id] = None
+                self._last[message.id] = (message, message.content)
 
     def node_started(self, node: Node, inputs: Any, path: str) -> None:
         """A node of the root graph starts (task path ``path``): the steps before it are
         applied; ``inputs`` is the state it reads."""
+        if self._unplaced and isinstance(inputs, dict):
+            self._place_inputs(node.run, inputs.get("messages"))
         new_step = node.step is not None and self._step != node.step
         # the journal's order can differ from the state's only after parallel writes, writes
         # it could not place, writes no callback told of (a cached task: see below), or
@@ -362,11 +365,30 @@ class Conversation:
         for index, edit in enumerate(edits):
             self._journal_edit(edit, final if index == len(edits) - 1 else None)
 
-    def _place(self, messages: list[Any]) -> None:
-        """Journal the messages written without an id the journal could give them, under the
-        id the state gave them (found by kind and content among the state's unknown ids)."""
-        pending = self._unplaced
-        self._unplaced = []
+    def _place_inputs(self, run: RunState, messages: Any) -> None:
+        """Journal the messages of ``run``'s input that had no id, from the state its first
+        node reads (``messages``), before what the run adds: they enter the state first,
+        whatever step the node runs in (a resumed one, or a graph without a checkpointer
+        that numbers each run's steps anew). Other unplaced writes wait for their step."""
+        if not isinstance(messages, list):
+            return  # a node that reads no messages: the next state seen places them
+        inputs: list[tuple[Node, BaseMessage, str]] = []
+        others: list[tuple[Node, BaseMessage, str]] = []
+        for entry in self._unplaced:
+            (inputs if entry[0].run is run and entry[2] == "user" else others).append(entry)
+        if inputs:
+            self._unplaced = others
+            self._place(messages, inputs)
+
+    def _place(
+        self, messages: list[Any], pending: list[tuple[Node, BaseMessage, str]] | None = None
+    ) -> None:
+        """Journal the messages written without an id the journal could give them (all, or
+        those of ``pending``), under the id the state gave them (found by kind and content
+        among the state's unknown ids)."""
+        if pending is None:
+            pending = self._unplaced
+            self._unplaced = []
         for state_message in messages:
             if not pending:
                 break

@@ -76,8 +76,11 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      (the store's versions of the id tell it from a repeat). The messages
                      of a ``Command`` input's ``update`` are new: each is journaled
                      (``message.*`` of its type).
-                     Input messages without an id get one in place before LangGraph maps the
-                     input, so the state keeps it. metadata ``caller: "user"``.
+                     The input itself is never changed: a message object without an id gets
+                     one in place (as LangGraph's ``add_messages`` gives it), a message-like
+                     item (a dict, a ``(role, text)`` tuple, a string) is journaled under the
+                     id the state gives it, seen in the state the run's first node reads.
+                     metadata ``caller: "user"``.
   ``message.system`` a ``SystemMessage`` that enters the state: one of the run's input (as
                      for ``message.human``: a repeat is not recorded again, another content
                      is a ``replacement``) or one a node writes (a hook that adds a note to

@@ -80,21 +80,24 @@ def test_callers_of_nodes_middleware_and_subagents() -> None:
     assert caller_for(inner, "m", nested) == ("subagent:researcher", False)
 
 
-def test_input_forms_get_ids_in_place() -> None:
-    """Dicts, tuples and strings become messages with ids, written back into the input."""
-    inputs: dict[str, Any] = {
-        "messages": [
-            {"role": "user", "content": "a"},
-            ("user", "b"),
-            "c",
-            HumanMessage("d"),
-            RemoveMessage(id="gone"),
-        ]
-    }
+def test_input_forms_are_read_without_changing_the_input() -> None:
+    """Dicts, tuples and strings are read as messages without an id, the input left as it
+    is; a message object gets its id in place (as ``add_messages`` would give it)."""
+    given = HumanMessage("d")
+    items: list[Any] = [
+        {"role": "user", "content": "a"},
+        ("user", "b"),
+        "c",
+        given,
+        RemoveMessage(id="gone"),
+    ]
+    inputs: dict[str, Any] = {"messages": items}
+    before = [dict(items[0]), *items[1:]]
     messages = assign_input_ids(inputs)
     assert [m.content for m in messages] == ["a", "b", "c", "d"]
-    assert all(m.id for m in messages)
-    assert inputs["messages"][:4] == messages  # the state receives these very objects
+    assert [m.id for m in messages[:3]] == [None, None, None]
+    assert messages[3] is given and given.id is not None
+    assert inputs["messages"] is items and items == before
     assert assign_input_ids("not a state") == []
 
 
