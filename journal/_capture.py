@@ -157,8 +157,9 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
 
 def update_writes(values: Any) -> list[list[BaseMessage]]:
     """Each write an ``update_state``'s ``values`` make to ``messages``, ``RemoveMessage``
-    items included (as :func:`output_writes`), each message with the id the state will hold
-    (set in place: LangGraph's writers take the values after the callback that reads them)."""
+    items included (as :func:`output_writes`): a message object with the id the state will
+    hold (set in place, before LangGraph's writers take it), a message-like item without one
+    (the user's values are not changed, as a run's input: see :func:`_normalise`)."""
     writes = [_normalise(update, "messages", keep_removals=True) for update in _updates(values)]
     return [w for w in writes if w]
 

@@ -12,7 +12,7 @@ tool results wait for earlier calls. Callback path: no I/O; the caller serialise
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -45,8 +45,6 @@ from journal.messages import message_event_type
 __all__ = ["Conversation"]
 
 _log = get_logger(__name__)
-#: The messages of a run's input that are the client's own (journaled unless stored already).
-_INPUT_TYPES: Final = frozenset({"human", "system"})
 
 
 class Conversation:
@@ -99,10 +97,9 @@ class Conversation:
 
     # -- what happened -------------------------------------------------------------------
 
-    def root_started(self, user: Node, messages: list[BaseMessage], command: bool) -> None:
-        """A root run started with input ``messages`` (``command``: a ``Command``'s update,
-        whose messages are all new; led by ``OVERWRITTEN``: they replace the state).
-        ``user`` carries the run and its attribution."""
+    def root_started(self, user: Node, messages: list[BaseMessage]) -> None:
+        """A root run started with input ``messages`` (led by ``OVERWRITTEN``: they replace
+        the state). ``user`` carries the run and its attribution."""
         self._run = user.run
         if self._updates:  # made before this journal followed a run: they come first
             updates, self._updates = self._updates, []
@@ -116,20 +113,20 @@ class Conversation:
             self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
             return
         for message in messages:
-            # a resent history's answers and summaries were journaled when they were produced;
-            # its human and system messages are the client's (the writer drops stored repeats),
-            # and one without an id is new to the state (journaled once the state is seen)
-            new = command or message.type in _INPUT_TYPES or message.id is None
-            if new and not is_summary(message):
-                # the same id with another content: the user edited it (a client that keeps
-                # its ids), and the state replaces it
-                last = None if message.id is None else self._last.get(message.id)
-                edited = last is not None and last[1] != message.content
-                self._add(user, message, "user", replace=edited)
-            elif message.id is not None:
-                self._seen.add(message.id)
-                self._order[message.id] = None
-                self._last[message.id] = (message, message.content)
+            if is_summary(message):  # a resent summary: its marker journaled it
+                if message.id is not None:
+                    self._seen.add(message.id)
+                    self._order[message.id] = None
+                    self._last[message.id] = (message, message.content)
+                continue
+            # every message of the input enters the state, answers and tool results too (a
+            # thread seeded with an earlier conversation); one journaled already is a resent
+            # history's (the writer drops the repeats this journal does not remember), one
+            # without an id is journaled once the state is seen. The same id with another
+            # content: the user edited it (a client that keeps its ids), the state replaces it
+            last = None if message.id is None else self._last.get(message.id)
+            edited = last is not None and last[1] != message.content
+            self._add(user, message, "user", replace=edited)
 
     def node_started(self, node: Node, inputs: Any, path: str) -> None:
         """A node of the root graph starts (task path ``path``): the steps before it are

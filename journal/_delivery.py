@@ -3,8 +3,8 @@
 :class:`Delivery` is the store side of :class:`journal._writer.Writer` (writer thread only,
 except :meth:`Delivery.to_spool` at close): it appends a batch with retries under the same
 ``event_id`` values, spools it after the retry budget, keeps a spooled thread's later events
-behind its spooled ones, replays the spool once the store answers again, and drops human
-inputs the store already holds (:mod:`journal._known_inputs`). Guarantees: see
+behind its spooled ones, replays the spool once the store answers again, and drops input
+messages the store already holds (:mod:`journal._known_inputs`). Guarantees: see
 :mod:`journal._writer`.
 """
 

@@ -1,9 +1,12 @@
-"""Which human input messages a thread already holds in the store (writer thread only).
+"""Which input messages a thread already holds in the store (writer thread only).
 
 A caller without a checkpointer resends the whole history every run. Within one process the
 journal's per-thread memory skips messages it already journaled; after a restart that memory is
-empty, so the writer also asks the store, once per thread, which ``message.human`` ids it holds
-and drops repeats. This runs on the writer thread (it does I/O), never on the callback path.
+empty, so the writer also asks the store, once per thread, which messages it holds and drops
+the repeats of a run's input: its human and system messages (:data:`INPUT_TYPES`), and the
+answers and tool results it carries (:data:`HISTORY_TYPES`, journaled ``caller: "user"``; the
+store is asked for those only for a thread whose input has one). This runs on the writer
+thread (it does I/O), never on the callback path.
 
 A repeat is the same message id with the digest of its latest stored version; the same id
 with another content (an earlier one too: an edit back) is the user's edit of the message (a
@@ -26,10 +29,13 @@ from journal.events import NewEvent, RunEvent
 from journal.store import RunEventStore
 
 __all__ = [
+    "HISTORY_TYPES",
     "INPUT_TYPES",
+    "MESSAGE_TYPES",
     "KnownInputs",
     "Versions",
     "as_edit",
+    "is_input",
     "message_id_of",
     "select",
     "versions",
@@ -42,14 +48,38 @@ _log = get_logger(__name__)
 _CAPACITY: Final = 4096
 #: The events of a run's input messages (a resent history repeats them): human and system.
 INPUT_TYPES: Final = ("message.human", "message.system")
+#: The events of the answers and tool results a run's input carries (a seeded or resent
+#: history), told from a node's by their ``caller``.
+HISTORY_TYPES: Final = ("message.ai", "message.tool")
+#: Every ``message.*`` event that journals a message of the state.
+MESSAGE_TYPES: Final = (*INPUT_TYPES, *HISTORY_TYPES)
+_USER: Final = "user"  # the caller of a run's input
 
 
 message_id_of = stored_message_id  # the catalog's rule, under the name the writer uses
 
 
+def is_input(event: NewEvent) -> bool:
+    """Whether ``event`` journals a message of a run's input, which a resent history repeats
+    (never a ``replacement``: an edit is journaled whatever the store holds)."""
+    if event.metadata.get("replacement"):
+        return False
+    if event.event_type in INPUT_TYPES:
+        return True
+    return event.event_type in HISTORY_TYPES and event.metadata.get("caller") == _USER
+
+
+def _types_of(event_type: str) -> tuple[str, ...] | None:
+    """The event types read from the store together with ``event_type``'s (``None``: not a
+    message the writer compares)."""
+    if event_type in INPUT_TYPES:
+        return INPUT_TYPES
+    return HISTORY_TYPES if event_type in HISTORY_TYPES else None
+
+
 def versions(stored: list[RunEvent]) -> Versions:
-    """The latest version of each input message of ``stored`` (a thread's ``message.human``
-    events, in seq order)."""
+    """The latest version of each message of ``stored`` (a thread's ``message.*`` events,
+    in seq order)."""
     out: Versions = {}
     for event in stored:
         mid = message_id_of(event.content)
@@ -59,7 +89,7 @@ def versions(stored: list[RunEvent]) -> Versions:
 
 
 def as_edit(event: NewEvent, known: Versions) -> NewEvent | None:
-    """``event`` (a ``message.human``) as it is to be stored given the thread's ``known``
+    """``event`` (an input, see :func:`is_input`) as it is to be stored given the thread's ``known``
     versions (updated): itself for a new message, ``None`` for a repeat, a ``replacement``
     for another version of a known one."""
     mid = message_id_of(event.content)
@@ -91,31 +121,36 @@ def select(events: KnownEvents, keep: Callable[[NewEvent], NewEvent | None]) -> 
 
 
 class KnownInputs:
-    """A bounded per-thread cache of the human message ids already stored."""
+    """A bounded per-thread cache of the message ids already stored, with their versions."""
 
     def __init__(self, store: RunEventStore) -> None:
         self._store = store
-        self._threads: OrderedDict[str, Versions] = OrderedDict()
+        # thread -> the event types read from the store -> their messages' versions
+        self._threads: OrderedDict[str, dict[tuple[str, ...], Versions]] = OrderedDict()
 
-    def _known(self, thread_id: str, ask_store: bool) -> Versions | None:
-        known = self._threads.get(thread_id)
-        if known is not None:
+    def _known(self, thread_id: str, types: tuple[str, ...], ask_store: bool) -> Versions | None:
+        read = self._threads.get(thread_id)
+        if read is not None:
             self._threads.move_to_end(thread_id)
-            return known
+            known = read.get(types)
+            if known is not None:
+                return known
         if not ask_store:
             return None
         try:
-            stored = self._store.read(thread_id, event_type=list(INPUT_TYPES))
+            stored = self._store.read(thread_id, event_type=list(types))
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
-        known = self._threads[thread_id] = versions(stored)
-        if len(self._threads) > _CAPACITY:
-            self._threads.popitem(last=False)
+        if read is None:
+            read = self._threads[thread_id] = {}
+            if len(self._threads) > _CAPACITY:
+                self._threads.popitem(last=False)
+        known = read[types] = versions(stored)
         return known
 
     def drop_repeats(self, events: KnownEvents, *, ask_store: bool = True) -> KnownEvents:
-        """``events`` without the input events (:data:`INPUT_TYPES`) whose message is already stored
-        (``events`` itself when none is dropped).
+        """``events`` without the input events (:func:`is_input`) whose message is already
+        stored (``events`` itself when none is dropped).
 
         ``ask_store=False`` (the store is known to be down) uses what is cached only: the
         spool's replay drops the repeats it lets through.
@@ -124,9 +159,16 @@ class KnownInputs:
 
         def keep(event: NewEvent) -> NewEvent | None:
             nonlocal asking
-            if event.event_type not in INPUT_TYPES or event.metadata.get("replacement"):
+            types = _types_of(event.event_type)
+            if types is None:
                 return event
-            known = self._known(event.thread_id, asking)
+            if not is_input(event):  # a node's message (or an edit): its version is the latest
+                known = self._known(event.thread_id, types, ask_store=False)
+                mid = message_id_of(event.content)
+                if known is not None and mid is not None:
+                    known[mid] = stored_digest(event.content, event.metadata)
+                return event
+            known = self._known(event.thread_id, types, asking)
             if known is None:
                 asking = False  # one failed look-up per batch, not one per thread
                 return event

@@ -405,9 +405,8 @@ class RunTracker:
         content = {"graph": name, "input": cap.input_summary(inputs)}
         self._sink.emit(run, "lifecycle", "run.start", content, start_metadata)
         user = Node(run=run, name=name, caller="user", node=None, step=None)
-        command = not isinstance(inputs, dict)  # a Command's update adds every message it has
         messages = cap.assign_input_ids(inputs)
-        self._threads.get(thread_id).root_started(user, messages, command)
+        self._threads.get(thread_id).root_started(user, messages)
 
     def _start_update(
         self, run_id: UUID, values: Any, metadata: dict[str, Any], default_thread: str | None

@@ -21,8 +21,8 @@ Guarantees:
   is not stored by then, the batch in flight included, is written to the spool synchronously
   before it returns. A batch both stored late and spooled is stored once (the
   replay skips stored ``event_id`` values).
-* A human input message already stored in its thread (a history resent after a restart) is
-  not written again (:mod:`journal._known_inputs`).
+* A run's input message already stored in its thread (a history resent after a restart),
+  whatever its type, is not written again (:mod:`journal._known_inputs`).
 * An event whose content is :class:`Later` is settled by the callback path shortly after it
   was queued (whether a model's output is kept on its ``llm.end`` is known once the node that
   made the call ends). The writer writes what comes before it and waits there, at most

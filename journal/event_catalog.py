@@ -6,8 +6,8 @@ rule) are constants in :mod:`journal.catalog`; the event model is :mod:`journal.
 
 Event shapes (stable; ``history`` and the middleware rely on them). Every event's metadata of
 the trace, message and middleware categories carries ``caller`` (``"agent"``,
-``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for human input; a model
-call that a LangChain middleware makes for itself inside the agent's nodes, marked by its
+``"middleware:<Class>"``, ``"subagent:<graph name>"``, or ``"user"`` for a run's input; a
+model call that a LangChain middleware makes for itself inside the agent's nodes, marked by its
 ``lc_source`` metadata, such as ``LLMToolEmulator``'s and ``LLMToolSelectorMiddleware``'s, is
 ``middleware:<Class>`` too, and so are the events under it),
 ``langgraph_step`` and ``langgraph_node`` (``None`` when not inside a node). A subagent is a
@@ -73,9 +73,11 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      content is the user's edit (a client that keeps its ids: "edit and
                      regenerate"; the state replaces the message): journaled again with
                      metadata ``replacement: true``, also after a restart or from the spool
-                     (the store's versions of the id tell it from a repeat). The messages
-                     of a ``Command`` input's ``update`` are new: each is journaled
-                     (``message.*`` of its type).
+                     (the store's versions of the id tell it from a repeat). The input's
+                     other messages are journaled the same way as ``message.*`` of their
+                     type (``message.ai``, ``message.tool``): a thread seeded with an
+                     earlier conversation journals its answers and tool results, a resent
+                     history's are not recorded again.
                      The input itself is never changed: a message object without an id gets
                      one in place (as LangGraph's ``add_messages`` gives it), a message-like
                      item (a dict, a ``(role, text)`` tuple, a string) is journaled under the
@@ -89,9 +91,11 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      record. Not in the fixed catalog of ARCHITECTURE.md: journals written
                      before it had no event for such a message (replay misses it there).
   ``message.ai`` / ``message.tool``  every new message the root graph's nodes write to
-                     ``messages``: model answers, tool results (``ToolMessage``, the messages
-                     of a returned ``Command``, error results as ``status: "error"``), in the
-                     state's order: the results of parallel calls in the order of the calls.
+                     ``messages`` (and each of the run's input, ``caller: "user"``, see
+                     ``message.human``): model answers, tool results (``ToolMessage``, the
+                     messages of a returned ``Command``, error results as ``status:
+                     "error"``), in the state's order: the results of parallel calls in the
+                     order of the calls.
                      Messages a middleware hook adds (e.g. the result of a call a human
                      rejected, a hidden context message) carry
                      ``caller: "middleware:<Class>"``. metadata adds
@@ -138,6 +142,9 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      next run's first state: what it added or changed is journaled then,
                      after that run's input, and its removals by that run's order event (a
                      journal that has not seen the thread's state before cannot tell it).
+                     An update's message-like item without an id (a dict, a tuple, a string:
+                     the user's values are not changed) is journaled once a run's state shows
+                     the id LangGraph gave it.
                      Not journaled: a cached task's write that replaces a message of the
                      state in place, and one a run without input messages (a resume) shows
                      only at its first look at the state.

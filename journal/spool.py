@@ -38,7 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from journal._known_inputs import INPUT_TYPES, Versions, as_edit, message_id_of, versions
+from journal._known_inputs import (
+    MESSAGE_TYPES,
+    Versions,
+    as_edit,
+    is_input,
+    message_id_of,
+    versions,
+)
 from journal._logging import get_logger
 from journal.digests import stored_digest
 from journal.encoding import dumps, dumps_record
@@ -320,8 +327,8 @@ def replay_spool(
 
 
 def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list[NewEvent]:
-    """``events`` minus each input event (``message.human``, ``message.system``) whose message
-    its thread already holds.
+    """``events`` minus each input event (:func:`journal._known_inputs.is_input`) whose
+    message its thread already holds (stored, or earlier in the spool).
 
     A journal restarted while the store was down cannot tell which inputs of a resent history
     are stored, so it spools them all; the store tells at replay time.
@@ -330,20 +337,22 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     stored: dict[str, tuple[dict[str, str], Versions]] = {}
     out: list[NewEvent] = []
     for event in events:
-        if event.event_type in INPUT_TYPES and not event.metadata.get("replacement"):
+        mid = message_id_of(event.content) if event.event_type in MESSAGE_TYPES else None
+        if mid is not None:
             if event.thread_id not in stored:
-                held = store.read(event.thread_id, event_type=list(INPUT_TYPES))
+                held = store.read(event.thread_id, event_type=list(MESSAGE_TYPES))
                 first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
                 stored[event.thread_id] = first, versions(held)
             ids, known = stored[event.thread_id]
-            mid = message_id_of(event.content)
-            if mid is not None and ids.setdefault(mid, event.event_id) != event.event_id:
-                edit = as_edit(event, known)  # under another event: a repeat, or an edit
+            if ids.setdefault(mid, event.event_id) == event.event_id:
+                known.setdefault(mid, stored_digest(event.content, event.metadata))
+            elif is_input(event):  # under another event: a repeat, or an edit
+                edit = as_edit(event, known)
                 if edit is None:
                     continue
                 event = edit
-            elif mid is not None:
-                known.setdefault(mid, stored_digest(event.content, event.metadata))
+            else:  # a node's message or an edit: the latest version
+                known[mid] = stored_digest(event.content, event.metadata)
         out.append(event)
     return out
 
