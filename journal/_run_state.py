@@ -64,8 +64,9 @@ class RunState:
     dropped: int = 0
     interrupted: bool = False
     task_interrupted: bool = False  # a node of the root graph raised an interrupt
-    # attribution of the first node of the root graph that raised (what run.error names)
-    failed_node: dict[str, Any] | None = None
+    # attribution of each node step of the root graph that raised and was not retried with
+    # success, by task, in the order they first raised (the first is what run.error names)
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
     synced: bool = False  # the journal's order of the state was checked in this run
     # the id of the last message of its input: the state's messages after it are the run's
     input_end: str | None = None
@@ -77,6 +78,21 @@ class RunState:
         per_model = self.usage_by_model.setdefault(model, {"calls": 0})
         per_model["calls"] += 1
         add_usage(per_model, usage)
+
+    def task_raised(self, task: str, attribution: dict[str, Any]) -> None:
+        """A node step of the root graph (task ``task``) raised: ``attribution`` names it
+        (its latest attempt, if LangGraph retried it)."""
+        self.failures[task] = attribution
+
+    def task_settled(self, task: str) -> None:
+        """An attempt at a node step of the root graph (task ``task``) ended without raising
+        (it ended, paused or was cancelled): its earlier failures (a ``RetryPolicy`` runs
+        the same task again) did not fail the run."""
+        self.failures.pop(task, None)
+
+    def failed_node(self) -> dict[str, Any] | None:
+        """The attribution of the first node step that raised and did not recover, if any."""
+        return next(iter(self.failures.values()), None)
 
     def summary(self, status: str) -> dict[str, Any]:
         """The totals every terminal lifecycle event carries."""
@@ -148,6 +164,12 @@ class Node:
     def attribution(self) -> dict[str, Any]:
         """``caller``, ``langgraph_step`` and ``langgraph_node`` for event metadata."""
         return {"caller": self.caller, "langgraph_step": self.step, "langgraph_node": self.node}
+
+    def task_key(self) -> str:
+        """For a node of the root graph: the LangGraph task it runs, the same for every
+        attempt a retry policy makes (its checkpoint namespace ends in the task id); its own
+        span when it has no namespace."""
+        return self.namespace or self.span
 
     def deciding_node(self) -> Node | None:
         """For a model call: the node of the root graph whose output tells whether its answer

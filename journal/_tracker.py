@@ -128,6 +128,7 @@ class RunTracker:
                 return
             node = self._runs.pop(run_id)
             if node is not None and node.top:
+                node.run.task_settled(node.task_key())
                 written = cap.node_writes(outputs)
                 self._threads.get(node.run.thread_id).node_ended(node, written)
                 self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)
@@ -135,7 +136,8 @@ class RunTracker:
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
         ``run.error`` (whose metadata names the first node step of the root graph that
-        raised); a node that answered a tool call stops holding later results."""
+        raised and was not retried with success); a node that answered a tool call stops
+        holding later results."""
         with self._lock:
             if self._updates.pop(run_id, None) is not None:  # nothing was written
                 return
@@ -150,8 +152,11 @@ class RunTracker:
                 cancelled = isinstance(error, _CANCEL_ERRORS)  # e.g. a parallel task's failure
                 if node.top and bubble:
                     node.run.task_interrupted = True  # its step is not applied until resumed
-                elif node.top and node.run.failed_node is None and not cancelled:
-                    node.run.failed_node = {**node.attribution(), PARENT_SPAN_KEY: node.span}
+                if node.top and (bubble or cancelled):  # this attempt did not fail the run
+                    node.run.task_settled(node.task_key())
+                elif node.top:
+                    where = {**node.attribution(), PARENT_SPAN_KEY: node.span}
+                    node.run.task_raised(node.task_key(), where)
                 # an interrupted call is answered when the run resumes: keep its place
                 if node.tool_call_id is not None and not bubble:
                     self._threads.get(node.run.thread_id).task_failed(node)
@@ -168,7 +173,7 @@ class RunTracker:
                 content = {**run.summary("error"), **cap.error_summary(error)}
                 # out of steps: raised after the last superstep was applied
                 applied = isinstance(error, GraphRecursionError)
-                where = run.failed_node or {}  # the node step that raised, if one did
+                where = run.failed_node() or {}  # the node step that raised, if one did
                 self._finish_root(run_id, run, "run.error", content, applied, metadata=where)
 
     def run_interrupted(
