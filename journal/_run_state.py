@@ -206,9 +206,11 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
 
     A node of the root graph is ``agent``, or ``middleware:<Class>`` for a middleware hook node
     (``create_agent`` names them ``<Class>.<hook>``). Anything inside a nested graph is
-    ``subagent:<name of the nested graph>``: its checkpoint namespace has a ``|``, or (a graph
-    with a checkpointer of its own, called from a tool or a node) it has a namespace of its
-    own, not its parent's.
+    ``subagent:<name of the nested graph>``: its checkpoint namespace is not its parent's and
+    has a ``|``, or (a graph with a checkpointer of its own, called from a tool or a node) is
+    one of its own. A functional-API task (``@task``) a run calls is part of that run's
+    graph, with its caller: LangGraph runs it as a task of the same graph, in a namespace
+    under its caller's.
     """
     if parent is None:
         node = str(metadata.get("langgraph_node") or name)
@@ -218,11 +220,32 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
     caller = parent.caller or "agent"
     if not caller.startswith("subagent:"):
         namespace = metadata.get("langgraph_checkpoint_ns")
-        if namespace and (
-            "|" in str(namespace) or (parent.namespace and namespace != parent.namespace)
+        if (
+            namespace
+            and namespace != parent.namespace
+            and ("|" in str(namespace) or parent.namespace)
+            and not _task_call(parent, str(namespace), metadata)
         ):
             caller = f"subagent:{parent.name}"
     return caller, False
+
+
+#: The first part of the task path of a task LangGraph pushes (a ``Send``, a ``@task`` call).
+_PUSH: Final = "__pregel_push"
+
+
+def _task_call(parent: Node, namespace: str, metadata: dict[str, Any]) -> bool:
+    """Whether the run is a functional-API task that ``parent`` called: LangGraph pushes it
+    with the path ``(push, <caller's task path>, <index>, True)`` and the namespace
+    ``<caller's namespace>|<task>:<id>`` (a nested graph's runs have a path of its own)."""
+    path = metadata.get("langgraph_path")
+    return (
+        type(path) is tuple
+        and len(path) == 4
+        and path[0] == _PUSH
+        and path[3] is True
+        and namespace.rpartition("|")[0] == parent.namespace
+    )
 
 
 #: LangChain's middleware that make model calls of their own inside the agent's nodes, by the
