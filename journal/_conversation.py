@@ -12,7 +12,7 @@ tool results wait for earlier calls. Callback path: no I/O; the caller serialise
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 
@@ -43,6 +43,15 @@ from journal.catalog import REMOVE_EVENT_TYPE, SUMMARIZE_EVENT_TYPE
 from journal.messages import message_event_type
 
 __all__ = ["Conversation"]
+
+
+class _Unplaced(NamedTuple):
+    """A message written in a form the journal could not give an id (see ``_place``)."""
+
+    node: Node
+    message: BaseMessage
+    caller: str
+
 
 _log = get_logger(__name__)
 
@@ -90,8 +99,8 @@ class Conversation:
         self._step: int | None = None
         self._held: list[HeldWrite] = []
         self._held_step: int | None = None
-        # messages written in a form the journal could not give an id: (node, message, caller)
-        self._unplaced: list[tuple[Node, BaseMessage, str]] = []
+        # messages written in a form the journal could not give an id
+        self._unplaced: list[_Unplaced] = []
         self._run: RunState | None = None
         self._updates: list[list[BaseMessage]] = []
 
@@ -195,8 +204,10 @@ class Conversation:
             # at a breakpoint its output is the applied state: what no callback told of is
             # journaled now (a task's interrupt leaves its step's writes to the resumed run)
             messages = state.get("messages") if isinstance(state, dict) else None
-            if isinstance(messages, list) and not run.task_interrupted:
-                self._journal_unseen(run, messages)
+            if isinstance(messages, list):
+                self._place_inputs(run, messages)  # applied before any step (a breakpoint)
+                if not run.task_interrupted:
+                    self._journal_unseen(run, messages)
         else:
             for message in self._tools.run_ended():
                 self._add(holder, message, "agent")
@@ -282,7 +293,7 @@ class Conversation:
             return
         run = node.run
         if mid is None:  # its state id is known once the state is seen (see _resync)
-            self._unplaced.append((node, message, caller))
+            self._unplaced.append(_Unplaced(node, message, caller))
             return
         metadata: dict[str, Any] = {
             "caller": caller,
@@ -300,6 +311,7 @@ class Conversation:
                 metadata["replacement"] = True
         else:
             self._seen.add(mid)
+            run.own_ids.add(mid)
             run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
         self._last[mid] = (message, message.content)
         if not in_state:  # a replacement keeps its place in the state
@@ -363,42 +375,49 @@ class Conversation:
             self._journal_edit(edit, final if index == len(edits) - 1 else None)
 
     def _place_inputs(self, run: RunState, messages: Any) -> None:
-        """Journal the messages of ``run``'s input that had no id, from the state its first
-        node reads (``messages``), before what the run adds: they enter the state first,
-        whatever step the node runs in (a resumed one, or a graph without a checkpointer
-        that numbers each run's steps anew). Other unplaced writes wait for their step."""
+        """Journal the messages of ``run``'s input that had no id, from a state of the run
+        (``messages``: the state its first node reads, or its output if no node told of one),
+        before what the run adds: they enter the state first, whatever step the node runs in
+        (a resumed one, or a graph without a checkpointer that numbers each run's steps
+        anew). The last placed is where the run's own messages start (``input_end``). Other
+        unplaced writes wait for their step."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
-        inputs: list[tuple[Node, BaseMessage, str]] = []
-        others: list[tuple[Node, BaseMessage, str]] = []
-        for entry in self._unplaced:
-            (inputs if entry[0].run is run and entry[2] == "user" else others).append(entry)
+        inputs = [u for u in self._unplaced if u.node.run is run and u.caller == "user"]
         if inputs:
-            self._unplaced = others
-            self._place(messages, inputs)
+            self._unplaced = [
+                u for u in self._unplaced if not (u.node.run is run and u.caller == "user")
+            ]
+            placed = self._place(messages, inputs)
+            if placed is not None:
+                run.input_end = placed
 
-    def _place(
-        self, messages: list[Any], pending: list[tuple[Node, BaseMessage, str]] | None = None
-    ) -> None:
+    def _place(self, messages: list[Any], pending: list[_Unplaced] | None = None) -> str | None:
         """Journal the messages written without an id the journal could give them (all, or
-        those of ``pending``), under the id the state gave them (found by kind and content
-        among the state's unknown ids)."""
+        those of ``pending``), under the id the state gave them; return the last one's.
+
+        Each is found by kind and content among the state's ids the journal has not seen,
+        the latest first: what was just written is nearest the end of the state (after a
+        restart an earlier message of the same text is unseen too)."""
         if pending is None:
             pending = self._unplaced
             self._unplaced = []
-        for state_message in messages:
+        found: list[tuple[_Unplaced, Any]] = []
+        for state_message in reversed(messages):
             if not pending:
                 break
-            node, written, caller = pending[0]
+            written = pending[-1].message
             if (
                 getattr(state_message, "id", None) not in self._seen
                 and getattr(state_message, "type", None) == written.type
                 and getattr(state_message, "content", None) == written.content
             ):
-                pending.pop(0)
-                self._add(node, state_message, caller)
+                found.append((pending.pop(), state_message))
         if pending:
             _log.warning("journal_messages_unplaced", count=len(pending))
+        for entry, state_message in reversed(found):  # in the state's order
+            self._add(entry.node, state_message, entry.caller)
+        return found[0][1].id if found else None
 
     def _may_hold_unseen(self, state: Any) -> bool:
         """Whether the ``messages`` of ``state`` (a node's input) may hold messages no callback
@@ -462,10 +481,11 @@ class Conversation:
         if not isinstance(messages, list):
             return False
         if self._unplaced:
+            self._place_inputs(run, messages)
             self._place(messages)
+        self._journal_unseen(run, messages)  # the run's own, after its input
         if between_runs and self._checked:
             self._catch_up(run, messages)
-        self._journal_unseen(run, messages)
         truth = state_ids(messages)
         first, self._checked = not self._checked, True
         same = len(truth) == len(self._order) and truth == list(self._order)
@@ -473,6 +493,10 @@ class Conversation:
             return True
         held = set(truth)  # what left the state: the timeline shows it as a removal
         gone = [mid for mid in self._order if mid not in held]
+        if gone and not run.synced and run.own_ids.issuperset(truth):
+            # a state started anew, the run's messages alone (a graph without a checkpointer):
+            # nothing left it (a fork's holds messages journaled before the run)
+            gone = []
         content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
         if same:
             # the first state this journal sees of the thread: its order is the journal's,

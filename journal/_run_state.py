@@ -70,6 +70,8 @@ class RunState:
     synced: bool = False  # the journal's order of the state was checked in this run
     # the id of the last message of its input: the state's messages after it are the run's
     input_end: str | None = None
+    # the ids of the messages first journaled in this run
+    own_ids: set[str] = field(default_factory=set)
     finished: bool = False
 
     def add_usage(self, model: str, usage: dict[str, int]) -> None:

@@ -81,7 +81,13 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      The input itself is never changed: a message object without an id gets
                      one in place (as LangGraph's ``add_messages`` gives it), a message-like
                      item (a dict, a ``(role, text)`` tuple, a string) is journaled under the
-                     id the state gives it, seen in the state the run's first node reads.
+                     id the state gives it, seen in the state the run's first node reads
+                     (or the run's output: a breakpoint before the first node, a graph whose
+                     nodes were all answered from the cache), matched by kind and content,
+                     the latest first. LangGraph gives such an item a new id each run, so a
+                     client without a checkpointer that resends its history as dicts each
+                     run has it journaled anew each run (the ids differ): keep the ids of
+                     the messages a run returns to have a resent history journaled once.
                      metadata ``caller: "user"``.
   ``message.system`` a ``SystemMessage`` that enters the state: one of the run's input (as
                      for ``message.human``: a repeat is not recorded again, another content
@@ -177,7 +183,8 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      an order names in ``removed_message_ids`` the journaled messages the
                      state no longer holds, if any (a run forked from an earlier checkpoint,
                      a ``RemoveMessage`` in a run's input): the timeline shows a removal
-                     marker. Messages a fork brings back (removed or summarized away since)
+                     marker; none when the state holds the run's own messages alone (a
+                     graph without a checkpointer starts each run anew). Messages a fork brings back (removed or summarized away since)
                      are not journaled again: replay takes the latest version of each.
                      An edit before a breakpoint (``interrupt_before``/``after``) is applied
                      when the run pauses; one in a step a task interrupted, on resume.
