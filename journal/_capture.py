@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage, convert_to_messages
+from langgraph.constants import START
 from langgraph.types import Overwrite
 
 from journal._edits import OVERWRITTEN
@@ -18,6 +19,7 @@ from journal.catalog import is_summary_message
 
 __all__ = [
     "ERROR_TEXT_LIMIT",
+    "PUSH_TASK",
     "ModelResponse",
     "NodeWrites",
     "add_usage",
@@ -31,6 +33,7 @@ __all__ = [
     "output_preview",
     "output_writes",
     "prompt_tail",
+    "reads_state",
     "removes_messages",
     "scalar_params",
     "text_of",
@@ -51,6 +54,9 @@ _NO_DETAILS: Final[dict[str, Any]] = {}
 _MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
 _SCALARS: Final = frozenset({str, int, float, bool})
 _OVERWRITE: Final = "__overwrite__"  # LangGraph's tag of an Overwrite as a dict
+#: LangGraph's mark of a *push* task (first part of its ``langgraph_path``, its trigger): a
+#: ``Send``'s node run with the ``Send``'s argument, a node error handler, a functional task.
+PUSH_TASK: Final = "__pregel_push"
 
 
 def _new_id() -> str:
@@ -173,6 +179,21 @@ def _input_update(inputs: Any) -> dict[str, Any] | None:
     if isinstance(update, dict) and hasattr(inputs, "resume"):
         return update
     return None
+
+
+def reads_state(metadata: Mapping[str, Any]) -> bool:
+    """Whether a node of a graph, by its callback ``metadata``, is given the graph's state.
+
+    Not a push task (its input is a ``Send``'s argument, or the failed task's for an error
+    handler), nor a node the run's input triggers (its input is that input): a graph's
+    ``__start__`` node (seen when ``START`` has a conditional edge), a functional
+    ``@entrypoint``.
+    """
+    path = metadata.get("langgraph_path")
+    triggers = metadata.get("langgraph_triggers")
+    if isinstance(path, tuple | list) and path and path[0] == PUSH_TASK:
+        return False
+    return not (isinstance(triggers, tuple | list) and (PUSH_TASK in triggers or START in triggers))
 
 
 def tool_call_id_of(message: BaseMessage) -> str | None:

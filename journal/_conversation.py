@@ -12,6 +12,7 @@ tool results wait for earlier calls. Callback path: no I/O; the caller serialise
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -63,7 +64,8 @@ class Conversation:
     ``_last`` the latest journaled object of each id and its content object then (a node that
     returns the same object, its content not replaced, changed nothing); ``_fresh`` the
     ``(id, task path)`` of the messages journaled since the current superstep started;
-    ``_held`` the edits of the current superstep, waiting to be applied; ``_run`` the
+    ``_stale`` whether ``_order`` may differ from the state's and awaits a state to check it
+    against; ``_held`` the edits of the current superstep, waiting to be applied; ``_run`` the
     thread's latest root run; ``_updates`` the writes of ``update_state`` calls made before
     this journal followed a run of the thread (journaled with the next one).
     """
@@ -79,6 +81,7 @@ class Conversation:
         "_run",
         "_seen",
         "_sink",
+        "_stale",
         "_step",
         "_tools",
         "_unplaced",
@@ -97,6 +100,7 @@ class Conversation:
         self._last: dict[str, tuple[BaseMessage, Any]] = {}
         self._fresh: list[tuple[str, str]] = []
         self._step: int | None = None
+        self._stale = False  # the state's order is to be checked at the next state seen
         self._held: list[HeldWrite] = []
         self._held_step: int | None = None
         # messages written in a form the journal could not give an id
@@ -117,6 +121,7 @@ class Conversation:
         tail = messages[-1] if messages else None
         if tail is not None and tail is not OVERWRITTEN and isinstance(tail.id, str):
             user.run.input_end = tail.id
+        self._stale = False  # (a run checks the order at its first step: it is not synced)
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
             before = list(self._order)
             self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
@@ -137,11 +142,12 @@ class Conversation:
             edited = last is not None and last[1] != message.content
             self._add(user, message, "user", replace=edited)
 
-    def node_started(self, node: Node, inputs: Any, path: str) -> None:
+    def node_started(self, node: Node, state: Any, path: str) -> None:
         """A node of the root graph starts (task path ``path``): the steps before it are
-        applied; ``inputs`` is the state it reads."""
-        if self._unplaced and isinstance(inputs, dict):
-            self._place_inputs(node.run, inputs.get("messages"))
+        applied; ``state`` is the state it reads, ``None`` when its input is none (a
+        ``Send``'s argument, the run's input): it cannot show the state's order."""
+        if self._unplaced and isinstance(state, dict):
+            self._place_inputs(node.run, state.get("messages"))
         new_step = node.step is not None and self._step != node.step
         # the journal's order can differ from the state's only after parallel writes, writes
         # it could not place, writes no callback told of (a cached task: see below), or
@@ -154,20 +160,20 @@ class Conversation:
             check = check or len({p for _, p in self._fresh}) > 1
             self._step = node.step
             self._fresh = []
+            # a step's first nodes may read no state (LangGraph starts Send tasks first): the
+            # next one that does shows it, else the root's output
+            self._stale = self._stale or check
         for message in self._tools.step_started(node.step):
             self._add(node, message, "agent")
         # the state this node reads is the applied state; a task LangGraph answered from its
         # cache ran no callback, so its messages show only there (a cheap look first)
-        if (
-            new_step
-            and (check or self._may_hold_unseen(inputs))
-            and self._resync(node.run, inputs, between_runs=not node.run.synced)
-        ):
-            node.run.synced = True
+        if state is not None and (self._stale or (new_step and self._may_hold_unseen(state))):
+            unapplied = [mid for mid, _ in self._fresh]  # written in this step so far
+            if self._resync(node.run, state, between_runs=not node.run.synced, unapplied=unapplied):
+                node.run.synced = True
         node.path = path
-        if isinstance(inputs, dict):
-            base = inputs.get("messages")
-            node.base = base if isinstance(base, list) else None
+        base = state.get("messages") if isinstance(state, dict) else None
+        node.base = base if isinstance(base, list) else None
 
     def node_ended(self, node: Node, written: NodeWrites) -> None:
         """A node of the root graph ended having ``written`` its output: journal the
@@ -462,7 +468,14 @@ class Conversation:
         # written in an earlier superstep (applied already): not the current step's writes
         del self._fresh[fresh:]
 
-    def _resync(self, run: RunState, state: Any, *, between_runs: bool = False) -> bool:
+    def _resync(
+        self,
+        run: RunState,
+        state: Any,
+        *,
+        between_runs: bool = False,
+        unapplied: Sequence[str] = (),
+    ) -> bool:
         """Compare the journal's order of the thread's state with the state LangGraph gives a
         node (or the root's output); if they differ — the tasks of a superstep journaled in
         completion order, not the task-path order LangGraph applies, messages another journal
@@ -472,14 +485,16 @@ class Conversation:
         Messages a fork brings back are not journaled again (replay keeps all it was fed).
         ``between_runs``: the first state a run's nodes read, where what changed since the
         journal's last sight of the thread was written outside its runs (see _catch_up).
-        Messages of the run no callback told of are journaled first. ``False`` when ``state``
-        has no ``messages`` list to compare.
+        ``unapplied``: ids journaled in the superstep going on (the state gets them after).
+        Messages of the run no callback told of are journaled first. Returns whether ``state``
+        held the messages to compare.
         """
         if not isinstance(state, dict):
             return False
         messages = state.get("messages")
         if not isinstance(messages, list):
             return False
+        self._stale = False
         if self._unplaced:
             self._place_inputs(run, messages)
             self._place(messages)
@@ -487,6 +502,9 @@ class Conversation:
         if between_runs and self._checked:
             self._catch_up(run, messages)
         truth = state_ids(messages)
+        if unapplied:
+            known = set(truth)
+            truth.extend(mid for mid in unapplied if mid not in known)
         first, self._checked = not self._checked, True
         same = len(truth) == len(self._order) and truth == list(self._order)
         if same and not first:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
-from journal._capture import add_usage
+from journal._capture import PUSH_TASK, add_usage
 from journal._kinds import scalars_kind, span_kind
 from journal.catalog import PARENT_SPAN_KEY, TAG_RE
 from journal.encoding import NOT_PLAIN, PLAIN
@@ -232,10 +232,6 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
     return caller, False
 
 
-#: The first part of the task path of a task LangGraph pushes (a ``Send``, a ``@task`` call).
-_PUSH: Final = "__pregel_push"
-
-
 def _task_call(parent: Node, namespace: str, metadata: dict[str, Any]) -> bool:
     """Whether the run is a functional-API task that ``parent`` called: LangGraph pushes it
     with the path ``(push, <caller's task path>, <index>, True)`` and the namespace
@@ -244,7 +240,7 @@ def _task_call(parent: Node, namespace: str, metadata: dict[str, Any]) -> bool:
     return (
         type(path) is tuple
         and len(path) == 4
-        and path[0] == _PUSH
+        and path[0] == PUSH_TASK
         and path[3] is True
         and namespace.rpartition("|")[0] == parent.namespace
     )

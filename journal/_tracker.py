@@ -61,10 +61,6 @@ MAX_TAG_LENGTH: Final = MAX_EVENT_TYPE_LENGTH - len("middleware:")
 _UPDATE_STATE_SUFFIX: Final = "UpdateState"
 
 
-#: The channel LangGraph writes a run's input to.
-_INPUT_CHANNEL: Final = "__start__"
-
-
 class _Update(NamedTuple):
     """An ``update_state`` going on: its thread and what it writes to ``messages``."""
 
@@ -116,7 +112,7 @@ class RunTracker:
             node = self._runs.add_child(run_id, parent_id, name, metadata)
             if node is not None and node.top:
                 path = task_order_key(metadata.get("langgraph_path") or "")
-                state = None if _reads_input(metadata) else inputs
+                state = inputs if cap.reads_state(metadata) else None
                 self._threads.get(node.run.thread_id).node_started(node, state, path)
 
     def chain_ended(self, run_id: UUID, outputs: Any) -> None:
@@ -465,15 +461,6 @@ class RunTracker:
             output.settle(keep=output.message_id not in written)
         node.outputs = None
         self._sink.settled()
-
-
-def _reads_input(metadata: dict[str, Any]) -> bool:
-    """Whether a node of the root graph reads the run's input, not the thread's state: it
-    is triggered by the input channel alone (a functional-API ``@entrypoint``, whose input is
-    its argument and whose state is what it returns; a ``StateGraph``'s nodes are triggered
-    by their own ``branch:to:<node>`` channels)."""
-    triggers = metadata.get("langgraph_triggers")
-    return type(triggers) is tuple and triggers == (_INPUT_CHANNEL,)
 
 
 def _interrupt_content(run: RunState, interrupts: Sequence[Any]) -> dict[str, Any]:

@@ -184,8 +184,9 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      state no longer holds, if any (a run forked from an earlier checkpoint,
                      a ``RemoveMessage`` in a run's input): the timeline shows a removal
                      marker; none when the state holds the run's own messages alone (a
-                     graph without a checkpointer starts each run anew). Messages a fork brings back (removed or summarized away since)
-                     are not journaled again: replay takes the latest version of each.
+                     graph without a checkpointer starts each run anew). Messages a fork
+                     brings back (removed or summarized away since) are not journaled
+                     again: replay takes the latest version of each.
                      An edit before a breakpoint (``interrupt_before``/``after``) is applied
                      when the run pauses; one in a step a task interrupted, on resume.
 
