@@ -12,6 +12,7 @@ from typing import Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langgraph.constants import START
+from langgraph.errors import ParentCommand
 from langgraph.types import Overwrite
 
 from journal._edits import OVERWRITTEN
@@ -32,6 +33,7 @@ __all__ = [
     "output_messages",
     "output_preview",
     "output_writes",
+    "parent_command",
     "prompt_tail",
     "reads_state",
     "removes_messages",
@@ -57,6 +59,8 @@ _OVERWRITE: Final = "__overwrite__"  # LangGraph's tag of an Overwrite as a dict
 #: LangGraph's mark of a *push* task (first part of its ``langgraph_path``, its trigger): a
 #: ``Send``'s node run with the ``Send``'s argument, a node error handler, a functional task.
 PUSH_TASK: Final = "__pregel_push"
+_NS_SEP: Final = "|"  # between the levels of a checkpoint namespace
+_NS_END: Final = ":"  # between a level's node name and its task id
 
 
 def _new_id() -> str:
@@ -194,6 +198,25 @@ def reads_state(metadata: Mapping[str, Any]) -> bool:
     if isinstance(path, tuple | list) and path and path[0] == PUSH_TASK:
         return False
     return not (isinstance(triggers, tuple | list) and (PUSH_TASK in triggers or START in triggers))
+
+
+def parent_command(error: BaseException, namespace: str | None, node: str | None) -> Any:
+    """The ``Command`` whose update the graph of a node applies as the node's writes when the
+    node (checkpoint ``namespace``, name ``node``) raised ``error``, else ``None``.
+
+    A ``Command(graph=Command.PARENT)`` made inside a subgraph is raised as ``ParentCommand``
+    (a ``GraphBubbleUp``), its ``graph`` set to the namespace of the graph it is for at each
+    level it leaves; the task of that graph's node applies it (LangGraph's ``run_with_retry``
+    compares the same three names).
+    """
+    if not isinstance(error, ParentCommand) or not error.args or namespace is None:
+        return None
+    command = error.args[0]
+    recast = _NS_SEP.join(
+        part.split(_NS_END)[0] for part in namespace.split(_NS_SEP) if not part.isdigit()
+    )
+    graph = getattr(command, "graph", None)
+    return command if isinstance(graph, str) and graph in (namespace, recast, node) else None
 
 
 def tool_call_id_of(message: BaseMessage) -> str | None:

@@ -129,16 +129,15 @@ class RunTracker:
                 return
             node = self._runs.pop(run_id)
             if node is not None and node.top:
-                node.run.task_settled(node.task_key())
-                written = cap.node_writes(outputs)
-                self._threads.get(node.run.thread_id).node_ended(node, written)
-                self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)
+                self._node_wrote(node, outputs)
 
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
         ``run.error`` (whose metadata names the first node step of the root graph that
         raised and was not retried with success); a node that answered a tool call stops
-        holding later results."""
+        holding later results. A node of the root graph that raised a
+        ``Command(graph=Command.PARENT)`` for the root graph (a handoff out of a subgraph)
+        wrote its update."""
         with self._lock:
             if self._updates.pop(run_id, None) is not None:  # nothing was written
                 return
@@ -146,6 +145,10 @@ class RunTracker:
             if run is None:
                 node = self._runs.pop(run_id)
                 if node is None:
+                    return
+                command = cap.parent_command(error, node.namespace, node.node) if node.top else None
+                if command is not None:  # the root graph applies it as the node's writes
+                    self._node_wrote(node, command)
                     return
                 if node.top:
                     self._node_over(node, _NOTHING_WRITTEN)
@@ -450,6 +453,14 @@ class RunTracker:
         for node in self._runs.end_root(run_id, run):
             self._node_over(node, _NOTHING_WRITTEN)
         self._sink.wake()
+
+    def _node_wrote(self, node: Node, outputs: Any) -> None:
+        """A node of the root graph is over having written ``outputs`` (its output, or the
+        ``Command`` it raised for the root graph): journal the messages it wrote."""
+        node.run.task_settled(node.task_key())  # an earlier failed attempt of it recovered
+        written = cap.node_writes(outputs)
+        self._threads.get(node.run.thread_id).node_ended(node, written)
+        self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)
 
     def _node_over(self, node: Node, written: AbstractSet[str]) -> None:
         """A node of the root graph is over (``written``: the message ids it wrote): the
