@@ -55,6 +55,18 @@ def answering(model: ScriptedChatModel) -> Any:
     return node
 
 
+def chain_graph(nodes: list[tuple[str, Any, CachePolicy | None]], **compile_kw: Any) -> Any:
+    """START -> each ``(name, node, cache policy)`` in turn -> END, with a checkpointer and
+    an in-memory cache."""
+    builder = StateGraph(MessagesState)
+    for name, node, policy in nodes:
+        builder.add_node(name, node, cache_policy=policy)
+    names = [name for name, _, _ in nodes]
+    for a, b in zip([START, *names], [*names, END], strict=True):
+        builder.add_edge(a, b)
+    return builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache(), **compile_kw)
+
+
 def assert_replays_the_state(graph: Any, store: Any, thread: str) -> None:
     state = graph.get_state({"configurable": {"thread_id": thread}}).values["messages"]
     assert shapes(replay(store, thread, view="state")) == shapes(state)
@@ -67,11 +79,7 @@ def test_a_cached_answer_is_journaled_in_the_thread_it_enters(tmp_path: Path, mo
     """The second thread's answer comes from the cache: it is a message.ai event, replay's state
     equals the checkpoint in both threads and the timeline shows the answer."""
     model = ScriptedChatModel(lambda messages: AIMessage(f"answer to {messages[-1].content}"))
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", answering(model), cache_policy=CachePolicy())
-    builder.add_edge(START, "model")
-    builder.add_edge("model", END)
-    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    graph = chain_graph([("model", answering(model), CachePolicy())])
     store = SqliteEventStore(tmp_path / "j.db")
     journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
     for thread in THREADS:
@@ -101,13 +109,9 @@ def test_a_cached_answer_is_journaled_before_the_next_node_reads_it(
     call replays exactly (its input is the replayed state)."""
     drafter = ScriptedChatModel(lambda messages: AIMessage("draft"))
     model = ScriptedChatModel(lambda messages: AIMessage(f"final after {len(messages)}"))
-    builder = StateGraph(MessagesState)
-    builder.add_node("draft", answering(drafter), cache_policy=CachePolicy())
-    builder.add_node("model", answering(model))
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "model")
-    builder.add_edge("model", END)
-    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    graph = chain_graph(
+        [("draft", answering(drafter), CachePolicy()), ("model", answering(model), None)]
+    )
     store = SqliteEventStore(tmp_path / "j.db")
     journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
     for thread in THREADS:
@@ -172,12 +176,8 @@ def test_a_fresh_journal_journals_the_cached_answer_not_the_earlier_turns(
     """A journal that meets a thread another journal recorded journals the run's cached answer
     (it follows the run's input in the state), and none of the earlier turns again."""
     model = ScriptedChatModel(lambda messages: AIMessage(f"answer to {messages[-1].content}"))
-    builder = StateGraph(MessagesState)
     by_question = CachePolicy(key_func=lambda state: str(state["messages"][-1].content))
-    builder.add_node("model", answering(model), cache_policy=by_question)
-    builder.add_edge(START, "model")
-    builder.add_edge("model", END)
-    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    graph = chain_graph([("model", answering(model), by_question)])
     store = SqliteEventStore(tmp_path / "j.db")
     first = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
     run(graph, question("earlier"), "b", first, mode)
@@ -215,14 +215,9 @@ def test_a_cached_answer_before_a_breakpoint_is_journaled_when_the_run_pauses(
     """A run that pauses before a node (``interrupt_before``) right after a cached answer
     journals it: replay's state equals the checkpoint while paused and once resumed."""
     model = ScriptedChatModel(lambda messages: AIMessage(f"answer to {messages[-1].content}"))
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", answering(model), cache_policy=CachePolicy())
-    builder.add_node("review", lambda state: {"messages": [AIMessage("reviewed")]})
-    builder.add_edge(START, "model")
-    builder.add_edge("model", "review")
-    builder.add_edge("review", END)
-    graph = builder.compile(
-        checkpointer=InMemorySaver(), cache=InMemoryCache(), interrupt_before=["review"]
+    review = ("review", lambda state: {"messages": [AIMessage("reviewed")]}, None)
+    graph = chain_graph(
+        [("model", answering(model), CachePolicy()), review], interrupt_before=["review"]
     )
     store = SqliteEventStore(tmp_path / "j.db")
     journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")

@@ -100,8 +100,9 @@ class Harness:
     def config(self) -> RunnableConfig:
         return {"configurable": {"thread_id": THREAD}, "callbacks": [self.journal]}
 
-    async def run(self, text: str, mode: str) -> None:
-        inputs = {"messages": [HumanMessage(text)]}
+    async def run(self, text: str | dict[str, Any], mode: str) -> None:
+        """Run a question (or ``inputs`` as given) and wait for the journal to store it."""
+        inputs = {"messages": [HumanMessage(text)]} if isinstance(text, str) else text
         if mode == "sync":
             self.graph.invoke(inputs, self.config())
         else:

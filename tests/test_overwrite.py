@@ -131,11 +131,7 @@ async def test_an_input_that_overwrites_the_state_is_a_rewrite(
     h = harness(chain())
     await h.play(mode, QUESTIONS[:2])
     inputs = {"messages": Overwrite([HumanMessage("start over")])}
-    if mode == "sync":
-        h.graph.invoke(inputs, h.config())
-    else:
-        await h.graph.ainvoke(inputs, h.config())
-    assert h.journal.flush(timeout=10)
+    await h.run(inputs, mode)
     assert replay(h.store, THREAD, view="state") == h.state()
     assert h.state()[0].content == "start over"
     h.assert_every_call_replays_exactly()

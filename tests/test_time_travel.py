@@ -218,11 +218,7 @@ async def test_a_removal_in_a_runs_input_is_a_removal_marker(
     await h.play(mode, QUESTIONS[:2])
     first = h.state()[0]
     inputs = {"messages": [RemoveMessage(id=str(first.id)), HumanMessage("again")]}
-    if mode == "sync":
-        h.graph.invoke(inputs, h.config())
-    else:
-        await h.graph.ainvoke(inputs, h.config())
-    assert h.journal.flush(timeout=10)
+    await h.run(inputs, mode)
     assert replay(h.store, THREAD, view="state") == h.state()
     [marker] = removal_markers(h.store, THREAD)
     assert marker["removed_message_ids"] == [first.id]
