@@ -217,7 +217,7 @@ class Conversation:
         else:
             for message in self._tools.run_ended():
                 self._add(holder, message, "agent")
-            self._resync(run, state)
+            self._resync(run, state, between_runs=not run.synced)
 
     def state_updated(self, writes: list[list[BaseMessage]]) -> None:
         """``update_state`` applied ``writes`` to the thread's state (as a node's writes).
@@ -342,8 +342,12 @@ class Conversation:
         """Journal, as the user's, what the state gained outside every run this journal
         followed: messages it never journaled, and new contents of ids it holds. LangGraph
         applies an ``update_state`` whose node has one writer without any callback, so the
-        next run's state is where the journal first sees it. (A message journaled before that
-        left the state and is back — a fork — is not journaled again: replay keeps it.)"""
+        next run's state is where the journal first sees it; a journal that starts on a
+        thread (a restart) sees there what its predecessor could not journal (an input whose
+        id only the state showed, when the run's stream was stopped before a node ran): each
+        is journaled as a run's input is, so the writer drops the ones the store holds. (A
+        message journaled before that left the state and is back — a fork — is not
+        journaled again: replay keeps it.)"""
         fresh = len(self._fresh)
         user = Node(run=run, name=run.graph, caller="user", node=None, step=None)
         for message in messages:
@@ -389,18 +393,20 @@ class Conversation:
         unplaced writes wait for their step."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
-        inputs = [u for u in self._unplaced if u.node.run is run and u.caller == "user"]
+        # (an earlier run's too: one whose stream was stopped before any state was seen)
+        inputs = [u for u in self._unplaced if u.caller == "user"]
         if inputs:
-            self._unplaced = [
-                u for u in self._unplaced if not (u.node.run is run and u.caller == "user")
-            ]
-            placed = self._place(messages, inputs)
-            if placed is not None:
-                run.input_end = placed
+            self._unplaced = [u for u in self._unplaced if u.caller != "user"]
+            own = [m.id for u, m in self._place(messages, inputs) if u.node.run is run]
+            if own:
+                run.input_end = own[-1]
 
-    def _place(self, messages: list[Any], pending: list[_Unplaced] | None = None) -> str | None:
+    def _place(
+        self, messages: list[Any], pending: list[_Unplaced] | None = None
+    ) -> list[tuple[_Unplaced, Any]]:
         """Journal the messages written without an id the journal could give them (all, or
-        those of ``pending``), under the id the state gave them; return the last one's.
+        those of ``pending``), under the id the state gave them; return each placed with
+        its state message, in the state's order.
 
         Each is found by kind and content among the state's ids the journal has not seen,
         the latest first: what was just written is nearest the end of the state (after a
@@ -421,9 +427,10 @@ class Conversation:
                 found.append((pending.pop(), state_message))
         if pending:
             _log.warning("journal_messages_unplaced", count=len(pending))
-        for entry, state_message in reversed(found):  # in the state's order
+        found.reverse()  # in the state's order
+        for entry, state_message in found:
             self._add(entry.node, state_message, entry.caller)
-        return found[0][1].id if found else None
+        return found
 
     def _may_hold_unseen(self, state: Any) -> bool:
         """Whether the ``messages`` of ``state`` (a node's input) may hold messages no callback
@@ -499,7 +506,9 @@ class Conversation:
             self._place_inputs(run, messages)
             self._place(messages)
         self._journal_unseen(run, messages)  # the run's own, after its input
-        if between_runs and self._checked:
+        if not self._checked or (between_runs and self._checked):
+            # the first state this journal sees of the thread, or the first of a run: what
+            # entered it outside the runs it followed (the writer drops what the store holds)
             self._catch_up(run, messages)
         truth = state_ids(messages)
         if unapplied:

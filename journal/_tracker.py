@@ -22,6 +22,7 @@ from typing import Any, Final, NamedTuple
 from uuid import UUID
 
 from langchain_core.messages import BaseMessage
+from langgraph.constants import START
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from journal import _capture as cap
@@ -458,6 +459,9 @@ class RunTracker:
         """A node of the root graph is over having written ``outputs`` (its output, or the
         ``Command`` it raised for the root graph): journal the messages it wrote."""
         node.run.task_settled(node.task_key())  # an earlier failed attempt of it recovered
+        if node.node == START:  # it passes the run's input on: journaled when the run started
+            self._node_over(node, _NOTHING_WRITTEN)
+            return
         written = cap.node_writes(outputs)
         self._threads.get(node.run.thread_id).node_ended(node, written)
         self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)

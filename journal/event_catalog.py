@@ -145,9 +145,13 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      one writer (an agent's model node, a node with a conditional edge; the
                      chain ``<graph name>UpdateState``: a root chain so named is taken for
                      one); an update of a node with one writer (a plain edge) is seen at the
-                     next run's first state: what it added or changed is journaled then,
-                     after that run's input, and its removals by that run's order event (a
-                     journal that has not seen the thread's state before cannot tell it).
+                     next run's first state (or its output, when it ran no node): what it
+                     added or changed is journaled then, after that run's input, and its
+                     removals by that run's order event. A journal that first sees a
+                     thread's state (a restart) journals every message of it it has not
+                     seen as the user's input, and the writer drops those the store holds:
+                     an update, or an input a stopped stream left unjournaled, is kept (an
+                     in-place change of a stored message since is a ``replacement``).
                      An update's message-like item without an id (a dict, a tuple, a string:
                      the user's values are not changed) is journaled once a run's state shows
                      the id LangGraph gave it.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import InMemorySaver
@@ -129,8 +130,11 @@ def test_a_cached_first_node_is_the_agents_not_the_users(tmp_path: Path, mode: s
         run(graph, {"messages": [HumanMessage("other")]}, "t", journal, mode)
         run(graph, {"messages": [HumanMessage("same")]}, "t", journal, mode)  # draft: cached
     assert_replayed(store, graph, "t")
-    callers = {e.content["data"]["content"]: e.metadata["caller"] for e in store.read("t")
-               if e.event_type == "message.ai"}  # fmt: skip
+    callers = {
+        e.content["data"]["content"]: e.metadata["caller"]
+        for e in store.read("t")
+        if e.event_type == "message.ai"
+    }
     assert callers == {
         "draft after other": "agent",
         "model after draft after other": "agent",
@@ -154,3 +158,108 @@ def test_a_graph_without_a_checkpointer_shows_no_removals(tmp_path: Path, mode: 
         for kind, text in (("human", q), ("ai", f"model after {q}"))
     ]
     assert shapes(replay(store, "t", view="state")) == shapes(out["messages"])
+
+
+def agent_of(*answers: str) -> Any:
+    """A tool-less agent (its model node has one writer: an update_state there runs no
+    callback) with a checkpointer."""
+    return create_agent(
+        ScriptedChatModel([AIMessage(a) for a in answers]), tools=[], checkpointer=InMemorySaver()
+    )
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_an_input_of_a_stream_stopped_before_any_node_is_journaled(
+    tmp_path: Path, restart: bool
+) -> None:
+    """A dict input of a stream stopped at its first chunk (LangGraph saved it) is journaled as
+    the user's by the next run, by a new journal too."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    agent = agent_of("a1")
+    journal = RunJournal(store, spool_path=tmp_path / "first")
+    config: Any = {"configurable": {"thread_id": "t"}}
+    stream = agent.stream(
+        {"messages": [{"role": "user", "content": "first"}]},
+        {**config, "callbacks": [journal]},
+        stream_mode="values",
+    )
+    next(stream)  # the input state
+    stream.close()
+    if restart:
+        journal.close()
+        journal = RunJournal(store, spool_path=tmp_path / "second")
+    run(agent, {"messages": [HumanMessage("second")]}, "t", journal, "sync")
+    journal.close()
+    assert_replayed(store, agent, "t")
+    first = next(
+        e
+        for e in store.read("t", event_type="message.human")
+        if e.content["data"]["content"] == "first"
+    )
+    assert first.metadata["caller"] == "user"
+
+
+@pytest.mark.parametrize("next_input", ["message", "none"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_an_update_no_callback_saw_is_journaled_by_the_next_look(
+    tmp_path: Path, restart: bool, next_input: str
+) -> None:
+    """An update_state applied without callbacks is journaled at the next look at the state: a
+    new journal's first, or the end of a run that ran no node (a resume with nothing to do)."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    agent = agent_of("a1", "a2", "a3")
+    journal = RunJournal(store, spool_path=tmp_path / "first")
+    run(agent, {"messages": [("user", "q0")]}, "t", journal, "sync")
+    config: Any = {"configurable": {"thread_id": "t"}}
+    agent.update_state(config, {"messages": [HumanMessage("a note")]})
+    if restart:
+        journal.close()
+        journal = RunJournal(store, spool_path=tmp_path / "second")
+    run(
+        agent,
+        {"messages": [("user", "q1")]} if next_input == "message" else None,
+        "t",
+        journal,
+        "sync",
+    )
+    journal.flush()
+    assert_replayed(store, agent, "t")
+    run(agent, {"messages": [("user", "q2")]}, "t", journal, "sync")
+    journal.close()
+    assert_replayed(store, agent, "t")
+    notes = [
+        e
+        for e in store.read("t", event_type="message.human")
+        if e.content["data"]["content"] == "a note"
+    ]
+    assert [e.metadata["caller"] for e in notes] == ["user"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_input_a_start_branch_passes_on_is_the_users(tmp_path: Path, mode: str) -> None:
+    """With a conditional edge from START (its node passes the input on), a dict input is the
+    user's message, and a cached answer after it is journaled."""
+    model = ScriptedChatModel(lambda ms: AIMessage(f"answer to {ms[-1].content}"))
+    builder = StateGraph(MessagesState)
+    policy = CachePolicy(key_func=lambda s: str(s["messages"][-1].content))
+    builder.add_node(
+        "model", lambda s: {"messages": [model.invoke(s["messages"])]}, cache_policy=policy
+    )
+    builder.add_conditional_edges(START, lambda s: "model", ["model"])
+    builder.add_edge("model", END)
+    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool") as journal:
+        for thread in ("a", "b"):  # b's answer comes from the cache
+            run(graph, {"messages": [{"role": "user", "content": "hello"}]}, thread, journal, mode)
+    for thread in ("a", "b"):
+        assert_replayed(store, graph, thread)
+        events = store.read(thread)
+        assert [
+            (e.event_type, e.metadata.get("caller"))
+            for e in events
+            if e.event_type.startswith("message.")
+        ] == [
+            ("message.human", "user"),
+            ("message.ai", "agent"),
+        ]
