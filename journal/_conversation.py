@@ -286,12 +286,21 @@ class Conversation:
             for held in self._tools.calls_made([str(c.get("id")) for c in calls]):
                 self._add(node, held, "agent")
 
-    def _add(self, node: Node, message: BaseMessage, caller: str, *, replace: bool = False) -> None:
+    def _add(
+        self,
+        node: Node,
+        message: BaseMessage,
+        caller: str,
+        *,
+        replace: bool = False,
+        own: bool = True,
+    ) -> None:
         """Journal ``message`` as it enters the thread's state.
 
         An id already journaled is skipped, unless ``replace`` (a node wrote it again): then it
         is journaled as a ``replacement`` when its content changed (the writer compares
         digests), and always when the message had left the state (it is added back).
+        ``own``: the run's message (counted in its totals), not one it found in the state.
         """
         event_type = message_event_type(message)
         mid = message.id
@@ -317,8 +326,9 @@ class Conversation:
                 metadata["replacement"] = True
         else:
             self._seen.add(mid)
-            run.own_ids.add(mid)
-            run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
+            if own:
+                run.own_ids.add(mid)
+                run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
         self._last[mid] = (message, message.content)
         if not in_state:  # a replacement keeps its place in the state
             self._order[mid] = None
@@ -360,7 +370,7 @@ class Conversation:
                     continue
             elif mid in self._seen:
                 continue
-            self._add(user, message, "user", replace=True)
+            self._add(user, message, "user", replace=True, own=False)
         del self._fresh[fresh:]  # they entered the state before this step
 
     def _apply_held(self) -> None:

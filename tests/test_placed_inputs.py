@@ -78,6 +78,10 @@ def test_a_repeated_text_after_a_restart_is_the_new_message(tmp_path: Path, mode
     assert_replayed(store, graph, "t")
     texts = [i["content"] for i in build_timeline(store, "t")["items"]]
     assert texts == ["ok", "model after ok", "ok", "model after ok"]
+    # the new journal's look at the earlier turns journaled nothing again, counted nothing
+    assert len([e for e in store.read("t") if e.event_type in ("message.human", "message.ai")]) == 4
+    ends = store.read("t", event_type="run.end")
+    assert [e.content["message_counts"] for e in ends] == [{"human": 1, "ai": 1}] * 2
 
 
 @pytest.mark.parametrize("restart", [False, True])
