@@ -13,12 +13,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from journal import MemoryEventStore, SqliteEventStore
-from journal._import_lines import _micros, exported_line, exported_row
+from journal._import_lines import _hint, _micros, exported_line, exported_row
 from journal._sqlite_import import FOLD_READS
 from journal._sqlite_rows import to_micros
 from journal.encoding import dumps
@@ -282,3 +283,29 @@ def test_a_batch_the_store_refuses_ends_the_import_with_the_batches_before_it(
         with pytest.raises(Exception, match="refused"):
             import_events(store, lines, batch_size=3, progress=lock_after_first)
         assert [e.seq for e in store.read("t1")] == [1, 2, 3]
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-5, 1.5e-7, 5e-324, 1e16, 1e20, 2.0**63, -1e-300, 0.0001])
+    | st.text(max_size=12)
+    | st.sampled_from(["01a23adc-38cf-70d3-848e-6b76", "re-run", "1e-5", ":1e+5", "[2e-3"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_json_values)
+def test_a_text_hint_is_the_canonical_text(value: Any) -> None:
+    """What the import tells the store of a value as its text is the rules' text of it (an
+    exponent orjson writes its own way is never taken for a word's "e-")."""
+    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    hint = _hint(value, text)
+    if isinstance(hint, str):
+        assert hint == dumps(value)
