@@ -191,28 +191,35 @@ def taken_seq_range(
     Scans backward from the marker over message and marker events only. Passing an earlier
     rewrite or summary narrows what is still missing to what it kept (anything else was
     journaled after it), so the scan stops as soon as nothing can still be found: it never
-    reads further back than the oldest message of the state that was edited.
+    reads further back than the oldest message of the state that was edited. A message a
+    fork brought back (an order's ``restored_message_ids``) was journaled before edits that
+    removed it: it is looked for further back without narrowing.
     """
     remaining = set(payload_ids(marker, key))
+    restored: set[str] = set()
     seqs: list[int] = []
     cursor = marker.seq
-    while remaining:
+    while remaining or restored:
         # each missing id is at least one more event back: read about that many at once
-        size = min(len(remaining) + 8, _SCAN_PAGE_MAX)
+        size = min(len(remaining) + len(restored) + 8, _SCAN_PAGE_MAX)
         page: list[RunEvent] = yield Read(
             thread_id, {"before_seq": cursor, "limit": size, "event_type": TIMELINE_TYPES}
         )
         for event in reversed(page):
             if event.event_type in MESSAGE_TYPES:
                 mid = message_id(event)
-                if mid is not None and mid in remaining:
+                if mid is not None and (mid in remaining or mid in restored):
                     remaining.discard(mid)
+                    restored.discard(mid)
                     seqs.append(event.seq)
             else:
+                back = remaining.intersection(payload_ids(event, "restored_message_ids"))
+                restored |= back
+                remaining -= back
                 survivors = _survivors(event)
                 if survivors is not None:
                     remaining &= survivors
-            if not remaining:
+            if not remaining and not restored:
                 break
         if len(page) < size:
             break

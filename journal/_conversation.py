@@ -535,6 +535,11 @@ class Conversation:
             # nothing left it (a fork's holds messages journaled before the run)
             gone = []
         content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
+        # journaled messages that had left the state and are back (a fork): readers that
+        # narrow a search by the states of earlier edits must still look for them
+        restored = [mid for mid in truth if mid in self._seen and mid not in self._order]
+        if restored:
+            content["restored_message_ids"] = restored
         if same:
             # the first state this journal sees of the thread: its order is the journal's,
             # but an earlier process may have journaled a longer state (a graph without a

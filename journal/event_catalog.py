@@ -140,9 +140,10 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      a ``RemoveMessage`` a ``message.remove``, an id the state holds a
                      ``replacement``) with ``caller: "user"`` and ``langgraph_step`` /
                      ``langgraph_node`` ``None``, under the run id of the thread's latest run
-                     (before the journal followed any run of the thread: with the next
-                     one). LangGraph tells the callbacks only when that node has more than
-                     one writer (an agent's model node, a node with a conditional edge; the
+                     this journal followed (before it followed any run of the thread: with
+                     the next one; another process's later run is not known to it).
+                     LangGraph tells the callbacks only when that node has more than one
+                     writer (an agent's model node, a node with a conditional edge; the
                      chain ``<graph name>UpdateState``: a root chain so named is taken for
                      one); an update of a node with one writer (a plain edge) is seen at the
                      next run's first state (or its output, when it ran no node): what it
@@ -190,7 +191,9 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      marker; none when the state holds the run's own messages alone (a
                      graph without a checkpointer starts each run anew). Messages a fork
                      brings back (removed or summarized away since) are not journaled
-                     again: replay takes the latest version of each.
+                     again: replay takes the latest version of each; the order lists them
+                     under ``restored_message_ids`` (a later marker that takes them out
+                     again finds them before the fork point).
                      An edit before a breakpoint (``interrupt_before``/``after``) is applied
                      when the run pauses; one in a step a task interrupted, on resume.
 

@@ -24,11 +24,14 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import StateSnapshot
 
 from history import build_timeline, replay, verify
 from history._context import WalkCache, context_plan
 from history._reads import run_plan
+from history._search import originals_plan
 from journal import RunJournal, SqliteEventStore
 from journal.store import RunEventStore
 from tests.fakes import ScriptedChatModel
@@ -224,3 +227,51 @@ async def test_a_removal_in_a_runs_input_is_a_removal_marker(
     assert marker["removed_message_ids"] == [first.id]
     assert marker["first_removed_seq"] == marker["last_removed_seq"] == 2
     h.assert_every_call_replays_exactly()
+
+
+def compact_at_four(state: Any) -> dict[str, Any]:
+    """Keep only the newest message once the state holds four."""
+    messages = state["messages"]
+    if len(messages) < 4:
+        return {}
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), messages[-1]]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_edit_after_a_fork_takes_the_messages_the_fork_brought_back(
+    tmp_path: Path, mode: str
+) -> None:
+    """A rewrite after a fork that removes messages the fork brought back: its marker's seq
+    range and its originals are those messages, journaled before the fork point."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("compact", compact_at_four)
+    builder.add_node(
+        "chat", lambda s: {"messages": [AIMessage(f"reply to {s['messages'][-1].content}")]}
+    )
+    builder.add_edge(START, "compact")
+    builder.add_edge("compact", "chat")
+    builder.add_edge("chat", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    store = SqliteEventStore(tmp_path / "j.db")
+    journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}, "callbacks": [journal]}
+
+    def invoke(payload: Any, run_config: Any) -> None:
+        if mode == "async":
+            asyncio.run(graph.ainvoke(payload, run_config))
+        else:
+            graph.invoke(payload, run_config)
+
+    for text in ("q0", "q1", "q2"):  # the third run compacts
+        invoke({"messages": [HumanMessage(text)]}, config)
+    fork = newest_holding(graph, config, "q1", ("chat",))
+    invoke({"messages": [HumanMessage("forked")]}, {**fork.config, "callbacks": [journal]})
+    journal.close()
+
+    assert replay(store, "t", view="state") == graph.get_state(config).values["messages"]
+    messages = [e for e in store.read("t", category="message") if e.event_type != "message.remove"]
+    seq_of = {e.content["data"]["content"]: e.seq for e in messages}
+    last = [i for i in build_timeline(store, "t")["items"] if i["type"] == "removal_marker"][-1]
+    assert (last["first_removed_seq"], last["last_removed_seq"]) == (seq_of["q0"], seq_of["q1"])
+    originals = run_plan(store, originals_plan("t", last["seq"]))
+    assert [m["content"] for m in originals["items"]] == ["q0", "reply to q0", "q1"]
