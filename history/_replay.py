@@ -161,6 +161,20 @@ def _seed(messages: list[BaseMessage]) -> dict[str, Any]:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
 
 
+def _check_restorable(graph: Pregel[Any, Any, Any, Any]) -> None:
+    """Raise ``ValueError`` unless ``graph``'s state has a ``messages`` channel with a reducer
+    (``add_messages``): the seed clears it with ``RemoveMessage(REMOVE_ALL_MESSAGES)``, which
+    a plain channel (or a graph without one, a functional ``@entrypoint``) would store as a
+    message."""
+    channel = getattr(graph, "channels", {}).get("messages")
+    if channel is None or not callable(getattr(channel, "operator", None)):
+        raise ValueError(
+            "restore_thread needs a graph whose state has a 'messages' channel with a reducer "
+            "(e.g. Annotated[list, add_messages], as MessagesState and create_agent have); "
+            f"{getattr(graph, 'name', type(graph).__name__)!r} has none"
+        )
+
+
 def restore_thread(
     store: RunEventStore,
     thread_id: str,
@@ -171,8 +185,10 @@ def restore_thread(
 
     After it, the thread's ``messages`` state equals ``replay(store, thread_id,
     view="state")`` and the next run continues from it. Returns the config of the new
-    checkpoint. The graph needs a checkpointer and a ``messages`` channel.
+    checkpoint. The graph needs a checkpointer and a ``messages`` channel with a reducer
+    (``add_messages``); ``ValueError`` if it has none.
     """
+    _check_restorable(graph)
     messages = replay(store, thread_id, view="state")
     return graph.update_state(config, _seed(messages))
 
@@ -184,5 +200,6 @@ async def arestore_thread(
     config: RunnableConfig,
 ) -> RunnableConfig:
     """Async :func:`restore_thread`."""
+    _check_restorable(graph)
     messages = await areplay(store, thread_id, view="state")
     return await graph.aupdate_state(config, _seed(messages))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.func import entrypoint
+from langgraph.graph import END, START, StateGraph
 
 from history import ThreadNotFoundError, areplay, arestore_thread, replay, restore_thread
 from journal import MemoryEventStore
@@ -138,6 +140,41 @@ async def test_arestore_thread_replaces_stale_state() -> None:
     await arestore_thread(b.store, "t", agent, config)
     state = await agent.aget_state(config)
     assert shape(state.values["messages"]) == shape(b.state)
+
+
+def _plain_messages_graph() -> Any:
+    """A graph whose ``messages`` channel has no reducer (the last value wins)."""
+
+    class State(TypedDict):
+        messages: list[BaseMessage]
+
+    builder = StateGraph(State)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def _functional_graph() -> Any:
+    @entrypoint(checkpointer=InMemorySaver())
+    def agent(question: str) -> str:
+        return question
+
+    return agent
+
+
+@pytest.mark.parametrize("make", [_plain_messages_graph, _functional_graph])
+async def test_restore_thread_refuses_a_graph_without_a_messages_reducer(make: Any) -> None:
+    """A graph with no ``messages`` reducer (which would store the seed's clearing as a
+    message) gets a clear error, sync and async, and its thread is left alone."""
+    b = sample_thread()
+    graph = make()
+    config: Any = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ValueError, match="'messages' channel with a reducer"):
+        restore_thread(b.store, "t", graph, config)
+    with pytest.raises(ValueError, match="'messages' channel with a reducer"):
+        await arestore_thread(b.store, "t", graph, config)
+    assert graph.get_state(config).values == {}
 
 
 def test_a_message_cut_beyond_recognition_is_skipped_and_logged() -> None:
