@@ -474,7 +474,10 @@ class Conversation:
         unseen = [
             m
             for m in messages[start:]
-            if isinstance(m, BaseMessage) and isinstance(m.id, str) and m.id not in self._seen
+            if isinstance(m, BaseMessage)
+            and isinstance(m.id, str)
+            and m.id not in self._seen
+            and not is_summary(m)  # a summary's marker journaled it, never a human message
         ]
         if not unseen:
             return

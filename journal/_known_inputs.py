@@ -120,33 +120,68 @@ def select(events: KnownEvents, keep: Callable[[NewEvent], NewEvent | None]) -> 
     return out
 
 
+class _Stored:
+    """What the store held of a thread's messages of some event types when last asked."""
+
+    __slots__ = ("seq", "versions")
+
+    def __init__(self) -> None:
+        self.versions: Versions = {}
+        self.seq = 0  # the last seq read
+
+    def add(self, stored: list[RunEvent]) -> None:
+        """Take in ``stored``, the events read after :attr:`seq`, in seq order."""
+        self.versions.update(versions(stored))
+        if stored:
+            self.seq = max(self.seq, stored[-1].seq)
+
+
 class KnownInputs:
-    """A bounded per-thread cache of the message ids already stored, with their versions."""
+    """A bounded per-thread cache of the message ids already stored, with their versions.
+
+    The first input of a thread reads what the store holds; each later batch with an input
+    of the thread reads only what was stored since (another process's runs of the thread, or
+    its catch-up: a journal that has not seen those messages journals them again as input).
+    """
 
     def __init__(self, store: RunEventStore) -> None:
         self._store = store
-        # thread -> the event types read from the store -> their messages' versions
-        self._threads: OrderedDict[str, dict[tuple[str, ...], Versions]] = OrderedDict()
+        # thread -> the event types read from the store -> what it held of them
+        self._threads: OrderedDict[str, dict[tuple[str, ...], _Stored]] = OrderedDict()
 
-    def _known(self, thread_id: str, types: tuple[str, ...], ask_store: bool) -> Versions | None:
+    def _known(
+        self,
+        thread_id: str,
+        types: tuple[str, ...],
+        ask_store: bool,
+        asked: set[tuple[str, tuple[str, ...]]] | None = None,
+    ) -> Versions | None:
+        """The versions stored of ``thread_id``'s messages of ``types``; read from the store
+        (what was stored since the last read) when ``ask_store`` and not in ``asked`` yet."""
         read = self._threads.get(thread_id)
+        known = None
         if read is not None:
             self._threads.move_to_end(thread_id)
             known = read.get(types)
-            if known is not None:
-                return known
-        if not ask_store:
-            return None
+        key = (thread_id, types)
+        if not ask_store or (asked is not None and key in asked):
+            return None if known is None else known.versions
         try:
-            stored = self._store.read(thread_id, event_type=list(types))
+            stored = self._store.read(
+                thread_id, event_type=list(types), after_seq=known.seq if known else None
+            )
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
+        if asked is not None:
+            asked.add(key)
         if read is None:
             read = self._threads[thread_id] = {}
             if len(self._threads) > _CAPACITY:
                 self._threads.popitem(last=False)
-        known = read[types] = versions(stored)
-        return known
+        if known is None:
+            known = read[types] = _Stored()
+        known.add(stored)
+        return known.versions
 
     def drop_repeats(self, events: KnownEvents, *, ask_store: bool = True) -> KnownEvents:
         """``events`` without the input events (:func:`is_input`) whose message is already
@@ -156,6 +191,7 @@ class KnownInputs:
         spool's replay drops the repeats it lets through.
         """
         asking = ask_store
+        asked: set[tuple[str, tuple[str, ...]]] = set()  # read once a batch, at its first input
 
         def keep(event: NewEvent) -> NewEvent | None:
             nonlocal asking
@@ -168,7 +204,7 @@ class KnownInputs:
                 if known is not None and mid is not None:
                     known[mid] = stored_digest(event.content, event.metadata)
                 return event
-            known = self._known(event.thread_id, types, asking)
+            known = self._known(event.thread_id, types, asking, asked)
             if known is None:
                 asking = False  # one failed look-up per batch, not one per thread
                 return event

@@ -18,15 +18,18 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, SummarizationMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import CachePolicy
+from langgraph.types import CachePolicy, Command
 
 from history import build_timeline, replay, verify
 from journal import RunJournal, SqliteEventStore
 from tests.fakes import ScriptedChatModel
+from tests.test_summarization_middleware import summarizer
 
 MODES = ["sync", "async"]
 
@@ -267,3 +270,89 @@ def test_the_input_a_start_branch_passes_on_is_the_users(tmp_path: Path, mode: s
             ("message.human", "user"),
             ("message.ai", "agent"),
         ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_journals_taking_turns_on_a_thread_store_each_message_once(
+    tmp_path: Path, mode: str
+) -> None:
+    """Two long-lived journals (two processes' stores on one file) taking turns on a thread:
+    each sees the other's messages in the state and journals them as input again; each is
+    stored once, and the timeline is the conversation."""
+    graph = graph_of("model", checkpointer=InMemorySaver())
+    journals = [
+        RunJournal(SqliteEventStore(tmp_path / "j.db"), spool_path=tmp_path / f"spool-{n}")
+        for n in range(2)
+    ]
+    for turn in range(4):
+        run(graph, {"messages": [HumanMessage(f"q{turn}")]}, "t", journals[turn % 2], mode)
+        journals[turn % 2].flush()
+    for journal in journals:
+        journal.close()
+    store = SqliteEventStore(tmp_path / "j.db")
+    assert_replayed(store, graph, "t")
+    stored = [
+        e.content["data"]["id"]
+        for e in store.read("t")
+        if e.event_type in ("message.human", "message.ai")
+    ]
+    assert len(stored) == len(set(stored)) == 8
+    texts = [i["content"] for i in build_timeline(store, "t")["items"]]
+    assert texts == [t for n in range(4) for t in (f"q{n}", f"model after q{n}")]
+
+
+@tool
+def danger(x: str) -> str:
+    """A tool a human approves first."""
+    return f"did {x}"
+
+
+@tool
+def echo(x: str) -> str:
+    """A tool that needs no approval."""
+    return x
+
+
+def _danger_script(messages: list[BaseMessage]) -> AIMessage:
+    last = messages[-1]
+    if last.type == "human" and "danger" in str(last.content):
+        calls = [
+            {"name": "danger", "args": {"x": "it"}, "id": "c1"},
+            {"name": "echo", "args": {"x": "hi"}, "id": "c2"},
+        ]  # parallel: the step after them checks the state's order
+        return AIMessage("", tool_calls=calls)
+    return AIMessage(f"ok after {len(messages)}")
+
+
+def test_a_summary_the_state_holds_at_a_restart_while_paused_stays_a_marker(
+    tmp_path: Path,
+) -> None:
+    """A run that compacts, then pauses for a human, resumed by a new journal: the summary in
+    the state is no human message of the resumed run (its marker has it)."""
+    agent = create_agent(
+        ScriptedChatModel(_danger_script),
+        [danger, echo],
+        middleware=[
+            SummarizationMiddleware(summarizer(), trigger=("messages", 5), keep=("messages", 2)),
+            HumanInTheLoopMiddleware(interrupt_on={"danger": True}),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    store = SqliteEventStore(tmp_path / "j.db")
+    journal = RunJournal(store, spool_path=tmp_path / "first")
+    for text in ("q0", "q1", "now the danger"):  # the third compacts, then pauses
+        run(agent, {"messages": [HumanMessage(text)]}, "t", journal, "sync")
+    journal.close()
+    journal = RunJournal(store, spool_path=tmp_path / "second")
+    run(agent, Command(resume={"decisions": [{"type": "approve"}]}), "t", journal, "sync")
+    journal.close()
+    assert_replayed(store, agent, "t")
+    summaries = [
+        e.seq
+        for e in store.read("t", event_type="message.human")
+        if e.content["data"].get("additional_kwargs", {}).get("lc_source")
+    ]
+    assert summaries == []
+    items = build_timeline(store, "t")["items"]
+    assert "summary_marker" in [i["type"] for i in items]
+    assert not [i for i in items if i["type"] == "human" and "summary" in str(i["content"])]
