@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from journal._known_inputs import (
+    HISTORY_TYPES,
     MESSAGE_TYPES,
     Versions,
     as_edit,
@@ -49,7 +50,7 @@ from journal._known_inputs import (
 from journal._logging import get_logger
 from journal.digests import stored_digest
 from journal.encoding import dumps, dumps_record
-from journal.events import NewEvent
+from journal.events import NewEvent, RunEvent
 from journal.store import RunEventStore
 
 __all__ = [
@@ -333,8 +334,9 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     A journal restarted while the store was down cannot tell which inputs of a resent history
     are stored, so it spools them all; the store tells at replay time.
     """
-    # thread -> (message id -> the event id it was first stored or spooled under, versions)
-    stored: dict[str, tuple[dict[str, str], Versions]] = {}
+    # thread -> (message id -> the event id it was first stored or spooled under, versions,
+    # the ids whose latest stored version is another journal's copy of a node's message)
+    stored: dict[str, tuple[dict[str, str], Versions, set[str]]] = {}
     out: list[NewEvent] = []
     for event in events:
         mid = message_id_of(event.content) if event.event_type in MESSAGE_TYPES else None
@@ -342,8 +344,8 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
             if event.thread_id not in stored:
                 held = store.read(event.thread_id, event_type=list(MESSAGE_TYPES))
                 first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
-                stored[event.thread_id] = first, versions(held)
-            ids, known = stored[event.thread_id]
+                stored[event.thread_id] = first, versions(held), _copies(held)
+            ids, known, copies = stored[event.thread_id]
             if ids.setdefault(mid, event.event_id) == event.event_id:
                 known.setdefault(mid, stored_digest(event.content, event.metadata))
             elif is_input(event):  # under another event: a repeat, or an edit
@@ -352,9 +354,26 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
                     continue
                 event = edit
             else:  # a node's message or an edit: the latest version
-                known[mid] = stored_digest(event.content, event.metadata)
+                digest = stored_digest(event.content, event.metadata)
+                if mid in copies and known.get(mid) == digest:
+                    # another journal found it in the state while this one spooled it (a run
+                    # of the thread in another process) and stored it: not a second time
+                    continue
+                copies.discard(mid)
+                known[mid] = digest
         out.append(event)
     return out
+
+
+def _copies(held: list[RunEvent]) -> set[str]:
+    """The ids whose latest version in ``held`` (a thread's stored ``message.*`` events) is
+    an answer or a tool result journaled as input: a journal that found it in the state."""
+    latest: dict[str, bool] = {}
+    for event in held:
+        mid = message_id_of(event.content)
+        if mid is not None:
+            latest[mid] = event.event_type in HISTORY_TYPES and is_input(event)
+    return {mid for mid, copy in latest.items() if copy}
 
 
 async def areplay_spool(

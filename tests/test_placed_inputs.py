@@ -27,8 +27,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import CachePolicy, Command
 
 from history import build_timeline, replay, verify
-from journal import RunJournal, SqliteEventStore
+from journal import MemoryEventStore, RunJournal, SqliteEventStore, recover_spool
 from tests.fakes import ScriptedChatModel
+from tests.flaky_stores import FlakyStore
 from tests.test_summarization_middleware import summarizer
 
 MODES = ["sync", "async"]
@@ -356,3 +357,57 @@ def test_a_summary_the_state_holds_at_a_restart_while_paused_stays_a_marker(
     items = build_timeline(store, "t")["items"]
     assert "summary_marker" in [i["type"] for i in items]
     assert not [i for i in items if i["type"] == "human" and "summary" in str(i["content"])]
+
+
+def test_a_turn_spooled_while_another_journal_ran_the_thread_is_stored_once(
+    tmp_path: Path,
+) -> None:
+    """A journal spools a turn while its store is down; another journal's next run finds that
+    turn in the state and stores it; the spool's replay then stores none of it again."""
+    shared = MemoryEventStore()
+    flaky = FlakyStore()
+    flaky.inner = shared  # the same store, down for this journal alone
+    graph = graph_of("model", checkpointer=InMemorySaver())
+    spooling = RunJournal(flaky, spool_path=tmp_path / "spool-a", retry_delays=(0.01,))
+    other = RunJournal(shared, spool_path=tmp_path / "spool-b")
+    run(graph, {"messages": [HumanMessage("q0")]}, "t", spooling, "sync")
+    spooling.flush()
+    flaky.down = True
+    run(graph, {"messages": [HumanMessage("q1")]}, "t", spooling, "sync")
+    spooling.flush()
+    run(graph, {"messages": [HumanMessage("q2")]}, "t", other, "sync")
+    other.close()
+    flaky.down = False
+    spooling.close()
+    recover_spool(tmp_path / "spool-a", shared)  # what close left spooled
+    assert_replayed(shared, graph, "t")
+    stored = [
+        e.content["data"]["id"]
+        for e in shared.read("t")
+        if e.event_type != "message.remove" and e.category == "message"
+    ]
+    assert len(stored) == len(set(stored)) == 6
+
+
+def test_another_journals_compaction_is_no_removal_of_this_ones(tmp_path: Path) -> None:
+    """A thread one journal ran, compacted in another journal's run: the first journal's next
+    run adds no removal marker of what that compaction replaced (its marker did)."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    agent = create_agent(
+        ScriptedChatModel(lambda ms: AIMessage(f"answer {len(ms)}")),
+        tools=[],
+        middleware=[
+            SummarizationMiddleware(summarizer(), trigger=("messages", 5), keep=("messages", 2))
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    first = RunJournal(store, spool_path=tmp_path / "a")
+    second = RunJournal(store, spool_path=tmp_path / "b")
+    for n, journal in enumerate((first, first, second, first)):  # the third compacts
+        run(agent, {"messages": [HumanMessage(f"q{n}")]}, "t", journal, "sync")
+        journal.flush()
+    first.close()
+    second.close()
+    assert_replayed(store, agent, "t")
+    kinds = [i["type"] for i in build_timeline(store, "t")["items"]]
+    assert "summary_marker" in kinds and "removal_marker" not in kinds
