@@ -167,12 +167,27 @@ def _check_restorable(graph: Pregel[Any, Any, Any, Any]) -> None:
     a plain channel (or a graph without one, a functional ``@entrypoint``) would store as a
     message."""
     channel = getattr(graph, "channels", {}).get("messages")
-    if channel is None or not callable(getattr(channel, "operator", None)):
+    if channel is None or not _clears(getattr(channel, "operator", None)):
         raise ValueError(
             "restore_thread needs a graph whose state has a 'messages' channel with a reducer "
             "(e.g. Annotated[list, add_messages], as MessagesState and create_agent have); "
             f"{getattr(graph, 'name', type(graph).__name__)!r} has none"
         )
+
+
+def _clears(reducer: Any) -> bool:
+    """Whether ``reducer`` reads ``RemoveMessage(REMOVE_ALL_MESSAGES)`` as clearing the list
+    (``add_messages`` does; ``operator.add`` would keep it as a message)."""
+    from langchain_core.messages import HumanMessage, RemoveMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+    if not callable(reducer):
+        return False
+    try:
+        cleared = reducer([HumanMessage("", id="probe")], [RemoveMessage(id=REMOVE_ALL_MESSAGES)])
+    except Exception:  # a reducer of other values: not one restore_thread can seed
+        return False
+    return bool(cleared == [])
 
 
 def restore_thread(

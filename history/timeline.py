@@ -201,7 +201,8 @@ def taken_seq_range(
     cursor = marker.seq
     while remaining or restored:
         # each missing id is at least one more event back: read about that many at once
-        size = min(len(remaining) + len(restored) + 8, _SCAN_PAGE_MAX)
+        # (a restored message may be far back: the largest pages then)
+        size = _SCAN_PAGE_MAX if restored else min(len(remaining) + 8, _SCAN_PAGE_MAX)
         page: list[RunEvent] = yield Read(
             thread_id, {"before_seq": cursor, "limit": size, "event_type": TIMELINE_TYPES}
         )

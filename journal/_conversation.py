@@ -348,7 +348,7 @@ class Conversation:
             before = list(self._order)
             self._journal_edit(AppliedEdit(user, before, apply_write(before, write)), None)
 
-    def _catch_up(self, run: RunState, messages: list[Any]) -> int:
+    def _catch_up(self, run: RunState, messages: list[Any]) -> None:
         """Journal, as the user's, what the state gained outside every run this journal
         followed: messages it never journaled, and new contents of ids it holds. LangGraph
         applies an ``update_state`` whose node has one writer without any callback, so the
@@ -357,12 +357,16 @@ class Conversation:
         id only the state showed, when the run's stream was stopped before a node ran): each
         is journaled as a run's input is, so the writer drops the ones the store holds. (A
         message journaled before that left the state and is back — a fork — is not
-        journaled again: replay keeps it.) Returns how many messages it added."""
+        journaled again: replay keeps it.)"""
         fresh = len(self._fresh)
         user = Node(run=run, name=run.graph, caller="user", node=None, step=None)
         for message in messages:
             mid = getattr(message, "id", None)
-            if not isinstance(message, BaseMessage) or type(mid) is not str or is_summary(message):
+            if not isinstance(message, BaseMessage) or type(mid) is not str:
+                continue
+            if is_summary(message):  # an earlier compaction's: its marker journaled it
+                self._seen.add(mid)
+                self._last[mid] = (message, message.content)
                 continue
             if mid in self._order:
                 last = self._last.get(mid)  # (none: an id of a state first seen whole)
@@ -371,9 +375,7 @@ class Conversation:
             elif mid in self._seen:
                 continue
             self._add(user, message, "user", replace=True, own=False)
-        caught = len(self._fresh) - fresh
         del self._fresh[fresh:]  # they entered the state before this step
-        return caught
 
     def _apply_held(self) -> None:
         """Journal the held edits of a superstep LangGraph has applied, in task-path order.
@@ -476,10 +478,7 @@ class Conversation:
         unseen = [
             m
             for m in messages[start:]
-            if isinstance(m, BaseMessage)
-            and isinstance(m.id, str)
-            and m.id not in self._seen
-            and not is_summary(m)  # a summary's marker journaled it, never a human message
+            if isinstance(m, BaseMessage) and isinstance(m.id, str) and m.id not in self._seen
         ]
         if not unseen:
             return
@@ -521,11 +520,10 @@ class Conversation:
             self._place_inputs(run, messages)
             self._place(messages)
         self._journal_unseen(run, messages)  # the run's own, after its input
-        caught = 0
         if not self._checked or (between_runs and self._checked):
             # the first state this journal sees of the thread, or the first of a run: what
             # entered it outside the runs it followed (the writer drops what the store holds)
-            caught = self._catch_up(run, messages)
+            self._catch_up(run, messages)
         truth = state_ids(messages)
         if unapplied:
             known = set(truth)
@@ -539,14 +537,9 @@ class Conversation:
         # journaled messages that had left the state and are back (a fork): readers that
         # narrow a search by the states of earlier edits must still look for them
         restored = [mid for mid in truth if mid in self._seen and mid not in self._order]
-        if gone and (
+        if gone and not run.synced and run.own_ids.issuperset(truth):
             # a state started anew, the run's messages alone (a graph without a checkpointer):
             # nothing left it (a fork's holds messages journaled before the run)
-            (not run.synced and run.own_ids.issuperset(truth))
-            # another journal's runs changed it (their messages were caught up, none came
-            # back): that journal journaled what they removed
-            or (caught and not restored)
-        ):
             gone = []
         content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
         if restored:

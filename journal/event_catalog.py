@@ -155,10 +155,11 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      in-place change of a stored message since is a ``replacement``). Such a
                      look also finds another journal's messages (a run of the thread in
                      another process): they are stored once (the spool's replay drops a
-                     node's message another journal stored so since), and what that
-                     journal's runs removed is no removal of this one's. Known limit: a tool
-                     result a paused run holds back is journaled again when that run is
-                     resumed elsewhere while this journal lives on.
+                     node's message another journal stored so since, unless it left the
+                     state after that). Known limits: what another journal's run removed
+                     (its compaction) shows again as a removal marker of this journal's
+                     order; a tool result a paused run holds back is journaled again when
+                     that run is resumed elsewhere while this journal lives on.
                      An update's message-like item without an id (a dict, a tuple, a string:
                      the user's values are not changed) is journaled once a run's state shows
                      the id LangGraph gave it.

@@ -48,6 +48,7 @@ from journal._known_inputs import (
     versions,
 )
 from journal._logging import get_logger
+from journal.catalog import REMOVE_EVENT_TYPE
 from journal.digests import stored_digest
 from journal.encoding import dumps, dumps_record
 from journal.events import NewEvent, RunEvent
@@ -339,12 +340,15 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
     stored: dict[str, tuple[dict[str, str], Versions, set[str]]] = {}
     out: list[NewEvent] = []
     for event in events:
+        removal = event.event_type == REMOVE_EVENT_TYPE
         mid = message_id_of(event.content) if event.event_type in MESSAGE_TYPES else None
+        if (mid is not None or removal) and event.thread_id not in stored:
+            held = store.read(event.thread_id, event_type=[*MESSAGE_TYPES, REMOVE_EVENT_TYPE])
+            first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
+            stored[event.thread_id] = first, versions(held), _copies(held)
+        if removal:
+            _removed(stored[event.thread_id][2], event)  # a re-add after it is needed
         if mid is not None:
-            if event.thread_id not in stored:
-                held = store.read(event.thread_id, event_type=list(MESSAGE_TYPES))
-                first = {m: e.event_id for e in held if (m := message_id_of(e.content)) is not None}
-                stored[event.thread_id] = first, versions(held), _copies(held)
             ids, known, copies = stored[event.thread_id]
             if ids.setdefault(mid, event.event_id) == event.event_id:
                 known.setdefault(mid, stored_digest(event.content, event.metadata))
@@ -366,14 +370,33 @@ def _without_stored_inputs(store: RunEventStore, events: list[NewEvent]) -> list
 
 
 def _copies(held: list[RunEvent]) -> set[str]:
-    """The ids whose latest version in ``held`` (a thread's stored ``message.*`` events) is
-    an answer or a tool result journaled as input: a journal that found it in the state."""
-    latest: dict[str, bool] = {}
+    """The ids whose latest version in ``held`` (a thread's stored ``message.*`` events, in
+    seq order) is an answer or a tool result journaled as input (a journal that found it in
+    the state) and still in the state (no removal since)."""
+    copies: set[str] = set()
     for event in held:
+        if event.event_type == REMOVE_EVENT_TYPE:
+            _removed(copies, event)
+            continue
         mid = message_id_of(event.content)
-        if mid is not None:
-            latest[mid] = event.event_type in HISTORY_TYPES and is_input(event)
-    return {mid for mid, copy in latest.items() if copy}
+        if mid is None:
+            continue
+        if event.event_type in HISTORY_TYPES and is_input(event):
+            copies.add(mid)
+        else:
+            copies.discard(mid)
+    return copies
+
+
+def _removed(copies: set[str], event: NewEvent) -> None:
+    """Take out of ``copies`` the ids a ``message.remove`` event removes from the state."""
+    content = event.content if isinstance(event.content, dict) else {}
+    removed = content.get("removed_message_ids")
+    if isinstance(removed, list):
+        copies.difference_update(m for m in removed if isinstance(m, str))
+    order = content.get("state_message_ids")
+    if content.get("all") and isinstance(order, list):
+        copies.intersection_update(m for m in order if isinstance(m, str))
 
 
 async def areplay_spool(

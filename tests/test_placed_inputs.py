@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, SummarizationMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langchain_core.tools import tool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import InMemorySaver
@@ -389,25 +389,82 @@ def test_a_turn_spooled_while_another_journal_ran_the_thread_is_stored_once(
     assert len(stored) == len(set(stored)) == 6
 
 
-def test_another_journals_compaction_is_no_removal_of_this_ones(tmp_path: Path) -> None:
-    """A thread one journal ran, compacted in another journal's run: the first journal's next
-    run adds no removal marker of what that compaction replaced (its marker did)."""
+def _remove_then_readd(state: Any) -> dict[str, Any]:
+    """On "drop": remove the seeded answer (a1)."""
+    if state["messages"][-1].content == "drop":
+        return {"messages": [RemoveMessage(id="a1")]}
+    return {}
+
+
+def _readd(state: Any) -> dict[str, Any]:
+    """On "drop": write the seeded answer back, same id and content."""
+    if state["messages"][-1].content == "drop":
+        return {"messages": [AIMessage("seeded answer", id="a1")]}
+    return {"messages": [AIMessage(f"ok {state['messages'][-1].content}")]}
+
+
+def test_a_message_removed_and_written_back_while_spooled_is_replayed(tmp_path: Path) -> None:
+    """A seeded answer removed and written back in a run whose events were spooled: the spool's
+    replay keeps the write-back (the stored copy it repeats had left the state)."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("remove", _remove_then_readd)
+    builder.add_node("readd", _readd)
+    builder.add_edge(START, "remove")
+    builder.add_edge("remove", "readd")
+    builder.add_edge("readd", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    flaky = FlakyStore()
+    journal = RunJournal(flaky, spool_path=tmp_path / "spool", retry_delays=(0.01,))
+    seeded = [HumanMessage("h0", id="h0"), AIMessage("seeded answer", id="a1"), HumanMessage("q1")]
+    run(graph, {"messages": seeded}, "t", journal, "sync")
+    journal.flush()
+    flaky.down = True
+    run(graph, {"messages": [HumanMessage("drop")]}, "t", journal, "sync")
+    journal.flush()
+    flaky.down = False
+    journal.close()
+    recover_spool(tmp_path / "spool", flaky.inner)
+    assert_replayed(flaky.inner, graph, "t")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cached_summary_is_in_the_replayed_state(tmp_path: Path, mode: str) -> None:
+    """A summary a cached node writes (no callback, no marker) is journaled from the state."""
+    model = ScriptedChatModel(lambda ms: AIMessage(f"answer to {ms[-1].content}"))
+
+    def condense(state: Any) -> dict[str, Any]:
+        summary = HumanMessage("summary so far", additional_kwargs={"lc_source": "summarization"})
+        return {"messages": [summary]}
+
+    builder = StateGraph(MessagesState)
+    policy = CachePolicy(key_func=lambda s: str(s["messages"][-1].content))
+    builder.add_node("condense", condense, cache_policy=policy)
+    builder.add_node("model", lambda s: {"messages": [model.invoke(s["messages"])]})
+    builder.add_edge(START, "condense")
+    builder.add_edge("condense", "model")
+    builder.add_edge("model", END)
+    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
     store = SqliteEventStore(tmp_path / "j.db")
-    agent = create_agent(
-        ScriptedChatModel(lambda ms: AIMessage(f"answer {len(ms)}")),
-        tools=[],
-        middleware=[
-            SummarizationMiddleware(summarizer(), trigger=("messages", 5), keep=("messages", 2))
-        ],
-        checkpointer=InMemorySaver(),
-    )
-    first = RunJournal(store, spool_path=tmp_path / "a")
-    second = RunJournal(store, spool_path=tmp_path / "b")
-    for n, journal in enumerate((first, first, second, first)):  # the third compacts
-        run(agent, {"messages": [HumanMessage(f"q{n}")]}, "t", journal, "sync")
-        journal.flush()
-    first.close()
-    second.close()
-    assert_replayed(store, agent, "t")
-    kinds = [i["type"] for i in build_timeline(store, "t")["items"]]
-    assert "summary_marker" in kinds and "removal_marker" not in kinds
+    with RunJournal(store, spool_path=tmp_path / "spool") as journal:
+        for thread in ("a", "b"):  # b's summary comes from the cache
+            run(graph, {"messages": [HumanMessage("hello")]}, thread, journal, mode)
+    for thread in ("a", "b"):
+        assert_replayed(store, graph, thread)
+
+
+def test_an_update_no_callback_saw_shows_what_it_removed(tmp_path: Path) -> None:
+    """An update applied without callbacks that removes one message and adds another: the
+    next run's look at the state shows the removal as a marker, and replays the state."""
+    graph = graph_of("model", checkpointer=InMemorySaver())
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool") as journal:
+        for text in ("q0", "q1"):
+            run(graph, {"messages": [HumanMessage(text, id=text)]}, "t", journal, "sync")
+        config: Any = {"configurable": {"thread_id": "t"}}
+        graph.update_state(
+            config, {"messages": [RemoveMessage(id="q0"), HumanMessage("note")]}, as_node="model"
+        )
+        run(graph, {"messages": [HumanMessage("q2")]}, "t", journal, "sync")
+    assert_replayed(store, graph, "t")
+    markers = [i for i in build_timeline(store, "t")["items"] if i["type"] == "removal_marker"]
+    assert [m["removed_message_ids"] for m in markers] == [["q0"]]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -163,10 +164,23 @@ def _functional_graph() -> Any:
     return agent
 
 
-@pytest.mark.parametrize("make", [_plain_messages_graph, _functional_graph])
+def _added_messages_graph() -> Any:
+    """A graph whose ``messages`` reducer is ``operator.add`` (it keeps a RemoveMessage)."""
+
+    class State(TypedDict):
+        messages: Annotated[list[BaseMessage], operator.add]
+
+    builder = StateGraph(State)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("make", [_plain_messages_graph, _functional_graph, _added_messages_graph])
 async def test_restore_thread_refuses_a_graph_without_a_messages_reducer(make: Any) -> None:
-    """A graph with no ``messages`` reducer (which would store the seed's clearing as a
-    message) gets a clear error, sync and async, and its thread is left alone."""
+    """A graph with no ``messages`` reducer that clears (which would store the seed's clearing
+    as a message) gets a clear error, sync and async, and its thread is left alone."""
     b = sample_thread()
     graph = make()
     config: Any = {"configurable": {"thread_id": "t"}}
