@@ -30,6 +30,7 @@ from history import build_timeline, replay, verify
 from journal import MemoryEventStore, RunJournal, SqliteEventStore, recover_spool
 from tests.fakes import ScriptedChatModel
 from tests.flaky_stores import FlakyStore
+from tests.test_cached_nodes import chain_graph
 from tests.test_summarization_middleware import summarizer
 
 MODES = ["sync", "async"]
@@ -406,13 +407,7 @@ def _readd(state: Any) -> dict[str, Any]:
 def test_a_message_removed_and_written_back_while_spooled_is_replayed(tmp_path: Path) -> None:
     """A seeded answer removed and written back in a run whose events were spooled: the spool's
     replay keeps the write-back (the stored copy it repeats had left the state)."""
-    builder = StateGraph(MessagesState)
-    builder.add_node("remove", _remove_then_readd)
-    builder.add_node("readd", _readd)
-    builder.add_edge(START, "remove")
-    builder.add_edge("remove", "readd")
-    builder.add_edge("readd", END)
-    graph = builder.compile(checkpointer=InMemorySaver())
+    graph = chain_graph([("remove", _remove_then_readd, None), ("readd", _readd, None)])
     flaky = FlakyStore()
     journal = RunJournal(flaky, spool_path=tmp_path / "spool", retry_delays=(0.01,))
     seeded = [HumanMessage("h0", id="h0"), AIMessage("seeded answer", id="a1"), HumanMessage("q1")]
@@ -436,14 +431,9 @@ def test_a_cached_summary_is_in_the_replayed_state(tmp_path: Path, mode: str) ->
         summary = HumanMessage("summary so far", additional_kwargs={"lc_source": "summarization"})
         return {"messages": [summary]}
 
-    builder = StateGraph(MessagesState)
     policy = CachePolicy(key_func=lambda s: str(s["messages"][-1].content))
-    builder.add_node("condense", condense, cache_policy=policy)
-    builder.add_node("model", lambda s: {"messages": [model.invoke(s["messages"])]})
-    builder.add_edge(START, "condense")
-    builder.add_edge("condense", "model")
-    builder.add_edge("model", END)
-    graph = builder.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    answer = ("model", lambda s: {"messages": [model.invoke(s["messages"])]}, None)
+    graph = chain_graph([("condense", condense, policy), answer])
     store = SqliteEventStore(tmp_path / "j.db")
     with RunJournal(store, spool_path=tmp_path / "spool") as journal:
         for thread in ("a", "b"):  # b's summary comes from the cache
