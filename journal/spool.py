@@ -389,14 +389,12 @@ def _copies(held: list[RunEvent]) -> set[str]:
 
 
 def _removed(copies: set[str], event: NewEvent) -> None:
-    """Take out of ``copies`` the ids a ``message.remove`` event removes from the state."""
+    """Take out of ``copies`` the ids a ``message.remove`` event names as removed (its order
+    alone says nothing: a spooled one was written before events the store holds)."""
     content = event.content if isinstance(event.content, dict) else {}
     removed = content.get("removed_message_ids")
     if isinstance(removed, list):
         copies.difference_update(m for m in removed if isinstance(m, str))
-    order = content.get("state_message_ids")
-    if content.get("all") and isinstance(order, list):
-        copies.intersection_update(m for m in order if isinstance(m, str))
 
 
 async def areplay_spool(

@@ -458,3 +458,28 @@ def test_an_update_no_callback_saw_shows_what_it_removed(tmp_path: Path) -> None
     assert_replayed(store, graph, "t")
     markers = [i for i in build_timeline(store, "t")["items"] if i["type"] == "removal_marker"]
     assert [m["removed_message_ids"] for m in markers] == [["q0"]]
+
+
+def test_turns_spooled_between_another_journals_are_stored_once(tmp_path: Path) -> None:
+    """A journal whose store is down spools every other turn of a thread another journal runs
+    meanwhile: the spool's replay stores none of the messages the other journal stored (a
+    spooled order that does not list a later message is no removal of it)."""
+    shared = MemoryEventStore()
+    flaky = FlakyStore(down=True)
+    flaky.inner = shared
+    graph = graph_of("model", checkpointer=InMemorySaver())
+    spooling = RunJournal(flaky, spool_path=tmp_path / "spool-a", retry_delays=(0.01,))
+    other = RunJournal(shared, spool_path=tmp_path / "spool-b")
+    for turn in range(4):
+        journal = other if turn % 2 else spooling
+        run(graph, {"messages": [HumanMessage(f"q{turn}")]}, "t", journal, "sync")
+        journal.flush()
+    other.close()
+    spooling.close()
+    recover_spool(tmp_path / "spool-a", shared)
+    stored = [
+        e.content["data"]["id"]
+        for e in shared.read("t")
+        if e.category == "message" and e.event_type != "message.remove"
+    ]
+    assert len(stored) == len(set(stored)) == 8
