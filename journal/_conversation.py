@@ -399,18 +399,21 @@ class Conversation:
             self._journal_edit(edit, final if index == len(edits) - 1 else None)
 
     def _place_inputs(self, run: RunState, messages: Any) -> None:
-        """Journal the messages of ``run``'s input that had no id, from a state of the run
-        (``messages``: the state its first node reads, or its output if no node told of one),
-        before what the run adds: they enter the state first, whatever step the node runs in
-        (a resumed one, or a graph without a checkpointer that numbers each run's steps
-        anew). The last placed is where the run's own messages start (``input_end``). Other
-        unplaced writes wait for their step."""
+        """Journal the user's messages that had no id — ``run``'s input, and an earlier
+        run's or update's still unplaced (a stream stopped before any state was seen) — from
+        a state of the run (``messages``: the state its first node reads, or its output if no
+        node told of one), before what the run adds: they enter the state first, whatever
+        step the node runs in (a resumed one, or a graph without a checkpointer that numbers
+        each run's steps anew). The last of ``run``'s placed is where its own messages start
+        (``input_end``). Other unplaced writes wait for their step."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
-        # (an earlier run's too: one whose stream was stopped before any state was seen)
-        inputs = [u for u in self._unplaced if u.caller == "user"]
+        inputs: list[_Unplaced] = []
+        others: list[_Unplaced] = []
+        for entry in self._unplaced:
+            (inputs if entry.caller == "user" else others).append(entry)
         if inputs:
-            self._unplaced = [u for u in self._unplaced if u.caller != "user"]
+            self._unplaced = others
             own = [m.id for u, m in self._place(messages, inputs) if u.node.run is run]
             if own:
                 run.input_end = own[-1]
