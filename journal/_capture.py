@@ -82,7 +82,11 @@ def _overwrite(raw: Any) -> tuple[bool, Any]:
 
 
 def _normalise(
-    container: dict[str, Any], key: str, keep_removals: bool = False, written: bool = False
+    container: dict[str, Any],
+    key: str,
+    keep_removals: bool = False,
+    written: bool = False,
+    reduced: bool = True,
 ) -> list[BaseMessage]:
     """The messages under ``container[key]``, each with the id the state will hold if known.
 
@@ -97,12 +101,14 @@ def _normalise(
     known when the state is next seen). ``RemoveMessage`` items are left out unless
     ``keep_removals``. An overwrite (see :func:`_overwrite`) is read as its value, each item
     in the state as it is (no reducer runs on it), led by
-    :data:`journal._edits.OVERWRITTEN` when ``keep_removals``.
+    :data:`journal._edits.OVERWRITTEN` when ``keep_removals``. ``reduced``: the reducer runs
+    on the value now, so a message object without an id gets one in place (else it is left
+    without).
     """
     raw = container.get(key)
     overwrite, value = _overwrite(raw)
     if overwrite:
-        return _overwritten(value, keep_removals)
+        return _overwritten(value, keep_removals, written)
     if raw is None:
         return []
     if isinstance(raw, BaseMessage | str | dict) or (
@@ -131,7 +137,7 @@ def _normalise(
             if keep_removals and message.type == "remove":
                 out.append(message)
             continue  # RemoveMessage and other state operations are not messages
-        if message.id is None and reachable:
+        if message.id is None and reachable and reduced:
             message.id = _new_id()
             if isinstance(item, dict) and "id" not in item:
                 item["id"] = message.id  # the dict LangGraph holds gets the same id
@@ -139,13 +145,17 @@ def _normalise(
     return out
 
 
-def _overwritten(value: Any, keep_removals: bool) -> list[BaseMessage]:
+def _overwritten(value: Any, keep_removals: bool, written: bool) -> list[BaseMessage]:
     """The messages an overwrite sets the state to (see :func:`_normalise`).
 
-    LangGraph stores the value itself, so only what is changed in place reaches the state:
-    a message object's id, a list's items (a message-like item becomes the message, as the
-    reducer would make it at the next write). A ``RemoveMessage`` in it removes nothing."""
-    messages = _normalise({"messages": value}, "messages", written=True)
+    LangGraph stores the value itself; its items get their ids at the state's next write (the
+    reducer runs on the stored list then). In a node's output (``written``) only what is
+    changed in place reaches the state: a message object's id, a list's items (a message-like
+    item becomes the message, as the reducer would make it). A user's value (a run's input,
+    an ``update_state``'s values) is never changed: an item without an id comes back without
+    one, the user's message object too (the state's id is known once a state shows it). A
+    ``RemoveMessage`` in it removes nothing."""
+    messages = _normalise({"messages": value}, "messages", written=written, reduced=written)
     return [OVERWRITTEN, *messages] if keep_removals else messages
 
 
@@ -156,20 +166,24 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
 
     The input is a state dict, or a ``Command`` whose ``update`` dict adds messages. An
     input that overwrites the state (see :func:`_overwrite`) starts with
-    :data:`journal._edits.OVERWRITTEN`.
+    :data:`journal._edits.OVERWRITTEN`; its items without an id, message objects too, come
+    back without one (see :func:`_overwritten`).
     """
     update = _input_update(inputs)
     if update is None:
         return []
     overwrite, value = _overwrite(update.get("messages"))
-    return _overwritten(value, keep_removals=True) if overwrite else _normalise(update, "messages")
+    if overwrite:
+        return _overwritten(value, keep_removals=True, written=False)
+    return _normalise(update, "messages")
 
 
 def update_writes(values: Any) -> list[list[BaseMessage]]:
     """Each write an ``update_state``'s ``values`` make to ``messages``, ``RemoveMessage``
     items included (as :func:`output_writes`): a message object with the id the state will
     hold (set in place, before LangGraph's writers take it), a message-like item without one
-    (the user's values are not changed, as a run's input: see :func:`_normalise`)."""
+    (the user's values are not changed, as a run's input: see :func:`_normalise`), and in
+    an overwrite, a message object without an id too (see :func:`_overwritten`)."""
     writes = [_normalise(update, "messages", keep_removals=True) for update in _updates(values)]
     return [w for w in writes if w]
 

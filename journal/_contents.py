@@ -12,7 +12,7 @@ reads the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
@@ -62,9 +62,20 @@ class Contents:
         return Extra(content, {"digest": digest, "hidden": hidden}, text, PLAIN)
 
     def model_call(
-        self, thread_id: str, caller: str, llm_run_id: str, prompt: list[BaseMessage]
+        self,
+        thread_id: str,
+        caller: str,
+        llm_run_id: str,
+        prompt: list[BaseMessage],
+        unset: Sequence[int],
     ) -> Extra:
-        """An ``llm.start``: the prompt excerpt, and the exact record of the call's input."""
+        """An ``llm.start``: the prompt excerpt, and the exact record of the call's input
+        (``unset``: the positions of the messages that had no id when it was sent)."""
+        if unset:
+            prompt = list(prompt)
+            for index in unset:
+                if prompt[index].id is not None:  # given one since: recorded as it was sent
+                    prompt[index] = prompt[index].model_copy(update={"id": None})
         record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
         tail = cap.prompt_tail(prompt, _PROMPT_BUDGET)
         # the excerpt: each message's type, id and text, and a count

@@ -65,14 +65,18 @@ class Conversation:
     returns the same object, its content not replaced, changed nothing); ``_fresh`` the
     ``(id, task path)`` of the messages journaled since the current superstep started;
     ``_stale`` whether ``_order`` may differ from the state's and awaits a state to check it
-    against; ``_held`` the edits of the current superstep, waiting to be applied; ``_run`` the
-    thread's latest root run; ``_updates`` the writes of ``update_state`` calls made before
-    this journal followed a run of the thread (journaled with the next one).
+    against; ``_held`` the edits of the current superstep, waiting to be applied;
+    ``_deferred`` the node writes made while the state holds the user's overwriting messages
+    without ids yet (journaled after them, see ``_place_inputs``); ``_run`` the thread's
+    latest root run; ``_updates`` the writes of ``update_state`` calls made before this
+    journal followed a run of the thread (journaled with the next one).
     """
 
     __slots__ = (
+        "_awaiting",
         "_checked",
         "_contents",
+        "_deferred",
         "_fresh",
         "_held",
         "_held_step",
@@ -105,6 +109,10 @@ class Conversation:
         self._held_step: int | None = None
         # messages written in a form the journal could not give an id
         self._unplaced: list[_Unplaced] = []
+        # user messages the state holds without ids yet (an overwrite's), and the node writes
+        # held meanwhile (see _place_inputs)
+        self._awaiting = False
+        self._deferred: list[tuple[Node, NodeWrites]] = []
         self._run: RunState | None = None
         self._updates: list[list[BaseMessage]] = []
 
@@ -123,8 +131,7 @@ class Conversation:
             user.run.input_end = tail.id
         self._stale = False  # (a run checks the order at its first step: it is not synced)
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
-            before = list(self._order)
-            self._journal_edit(AppliedEdit(user, before, apply_write(before, messages)), None)
+            self._journal_update(user, [messages])
             return
         for message in messages:
             if is_summary(message):  # a resent summary: its marker journaled it
@@ -178,6 +185,9 @@ class Conversation:
     def node_ended(self, node: Node, written: NodeWrites) -> None:
         """A node of the root graph ended having ``written`` its output: journal the
         messages it writes."""
+        if self._awaiting:  # they enter the state after the input: journaled after it
+            self._deferred.append((node, written))
+            return
         if written.removes:
             # an edit: journaled once LangGraph has applied the superstep (it may fail)
             self._held.append(HeldWrite(node, node.path, written.writes, node.base))
@@ -196,6 +206,11 @@ class Conversation:
     def root_finished(self, run: RunState, *, applied: bool, paused: bool, state: Any) -> None:
         """A root run ended (``paused``: for a human). ``applied``: LangGraph applied its last
         superstep's writes; ``state``: the root's output (the final state of a graph)."""
+        if self._awaiting:  # the output shows the input's ids if a write gave them
+            if isinstance(state, dict):
+                self._place_inputs(run, state.get("messages"))
+            self._awaiting = False  # what the run wrote is journaled by its end, placed or not
+            self._release_deferred()
         # a step a task paused in is applied when the run resumes; at a breakpoint
         # (interrupt_before/after) LangGraph applied the step before pausing
         if self._held and not (paused and run.task_interrupted):
@@ -240,6 +255,8 @@ class Conversation:
         A run resumed by another journal (after a restart) cannot release them, and they are
         already in the checkpoint's pending writes.
         """
+        self._awaiting = False
+        self._release_deferred()
         if self._held:
             self._apply_held()
         holder, due = self._tools.closing()
@@ -347,6 +364,9 @@ class Conversation:
         for write in writes:
             before = list(self._order)
             self._journal_edit(AppliedEdit(user, before, apply_write(before, write)), None)
+            for message in write:  # without an id (left as the user wrote it): see _place
+                if message.id is None:
+                    self._add(user, message, "user")
 
     def _catch_up(self, run: RunState, messages: list[Any]) -> None:
         """Journal, as the user's, what the state gained outside every run this journal
@@ -405,18 +425,31 @@ class Conversation:
         node told of one), before what the run adds: they enter the state first, whatever
         step the node runs in (a resumed one, or a graph without a checkpointer that numbers
         each run's steps anew). The last of ``run``'s placed is where its own messages start
-        (``input_end``). Other unplaced writes wait for their step."""
+        (``input_end``). Other unplaced writes wait for their step.
+
+        An overwrite's items get their ids only at the state's next write: until a state shows
+        them with ids, the nodes' writes wait (see ``node_ended``), journaled once they are
+        placed."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
         inputs: list[_Unplaced] = []
         others: list[_Unplaced] = []
         for entry in self._unplaced:
             (inputs if entry.caller == "user" else others).append(entry)
+        self._awaiting = False
         if inputs:
             self._unplaced = others
             own = [m.id for u, m in self._place(messages, inputs) if u.node.run is run]
             if own:
                 run.input_end = own[-1]
+        if not self._awaiting:
+            self._release_deferred()
+
+    def _release_deferred(self) -> None:
+        """Journal the node writes held while the user's messages awaited their ids."""
+        deferred, self._deferred = self._deferred, []
+        for node, written in deferred:
+            self.node_ended(node, written)
 
     def _place(
         self, messages: list[Any], pending: list[_Unplaced] | None = None
@@ -436,14 +469,22 @@ class Conversation:
             if not pending:
                 break
             written = pending[-1].message
+            mid = getattr(state_message, "id", None)
             if (
-                getattr(state_message, "id", None) not in self._seen
+                type(mid) is str
+                and mid not in self._seen
                 and getattr(state_message, "type", None) == written.type
                 and getattr(state_message, "content", None) == written.content
             ):
                 found.append((pending.pop(), state_message))
         if pending:
-            _log.warning("journal_messages_unplaced", count=len(pending))
+            if any(type(getattr(m, "id", None)) is not str for m in messages):
+                # an overwrite's items get their ids at the state's next write: a later
+                # state places them
+                self._unplaced[:0] = pending
+                self._awaiting = self._awaiting or any(e.caller == "user" for e in pending)
+            else:
+                _log.warning("journal_messages_unplaced", count=len(pending))
         found.reverse()  # in the state's order
         for entry, state_message in found:
             self._add(entry.node, state_message, entry.caller)

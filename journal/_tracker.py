@@ -237,7 +237,10 @@ class RunTracker:
             # message_count: a length; llm_run_id: the span; parameters: the caller's own
             params_kind = plain_kind(parameters) if parameters else PLAIN
             kind = node.event_kind(model, event_md["lc_source"], *tags, kind=params_kind)
-            args = (node.run.thread_id, str(node.caller), node.span, prompt)
+            # LangGraph gives a state's messages without an id theirs in place at its next
+            # write (an overwrite's items), maybe before the writer reads them: kept as sent
+            unset = [index for index, message in enumerate(prompt) if message.id is None]
+            args = (node.run.thread_id, str(node.caller), node.span, prompt, unset)
             content = Lazy(self._contents.model_call, args)
             self._sink.emit(node.run, "trace", "llm.start", content, event_md, kind)
 
