@@ -5,9 +5,10 @@ The callback path queues live references (the message objects, the prompt list) 
 conversions and digests never run on the agent's thread. :class:`Contents` owns the
 :class:`journal.digests.ContextIndex`: it is touched by the builds of the writer thread only
 (and of ``Writer``'s close, under the writer's lock). The digests of a thread journaled by an
-earlier process are read from the store ahead of the build (:meth:`Contents.fetch_digests`,
-outside that lock, so that a store that hangs never holds up ``close``); a build itself never
-reads the store.
+earlier process are read from the store ahead of the build (:meth:`Contents.prefetch`,
+outside that lock, so that a store that hangs never holds up ``close``), and so is what was
+stored of a thread's state since it was last read, for the contents that ask
+(:class:`journal._stored_state.StoredStates`); a build itself never reads the store.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
 from journal._kinds import combined_kind, scalars_kind
-from journal._queued import SKIP, Extra, Later
+from journal._queued import SKIP, Extra, Later, Lazy, Pending
+from journal._stored_state import StoredStates
 from journal.digests import CONTEXT_KEY, ContextIndex, record_kind, stored_digest
 from journal.encoding import NOT_PLAIN, PLAIN, Plain
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
@@ -47,6 +49,7 @@ class Contents:
         self._read_failed = read_failed
         self._fetched: dict[str, list[str]] = {}  # thread -> digests read, until it is met
         self._contexts = ContextIndex(stored_digests=self._stored_digests)
+        self._states = StoredStates(store, may_read=may_read, read_failed=read_failed)
 
     def message(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
         """A ``message.*`` event: the stored message and its digest; ``SKIP`` if a
@@ -90,6 +93,36 @@ class Contents:
         preview = content["output"]
         kind = scalars_kind(name, preview["text"], preview["status"])
         return Extra(content, {}, None, PLAIN, kind)
+
+    def message_unless_stored(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
+        """:meth:`message`, or ``SKIP`` when the store holds that version in the thread's
+        state already: a result a paused run held back, which the journal that resumed the
+        run (in another process) found in the state and stored."""
+        built = self.message(thread_id, message, replacement)
+        if built is not SKIP and self._states.holds(
+            thread_id, str(message.id), built.metadata["digest"]
+        ):
+            return SKIP
+        return built
+
+    def removal_not_stored(self, thread_id: str, content: dict[str, Any]) -> dict[str, Any]:
+        """A look's ``message.remove`` ``content`` without the removed ids the store holds as
+        out of the state already: another journal's runs removed or summarized them away
+        (their events say so) before this journal saw the state again."""
+        removed = content["removed_message_ids"]
+        left = set(self._states.left(thread_id, removed))
+        if not left:
+            return content
+        return {**content, "removed_message_ids": [m for m in removed if m not in left]}
+
+    def prefetch(self, batch: Sequence[Pending]) -> None:
+        """What the build of ``batch`` needs of the store, read ahead of it (writer thread,
+        outside the writer's lock): the digests of threads met for the first time, and the
+        stored state of the threads whose contents ask (:attr:`Lazy.reads`)."""
+        self.fetch_digests({item.thread_id for item in batch})
+        self._states.fetch(
+            {p.thread_id for p in batch if type(p.content) is Lazy and p.content.reads}
+        )
 
     def fetch_digests(self, thread_ids: Iterable[str]) -> None:
         """Read the digests of the stored messages of each thread the index has not met, for

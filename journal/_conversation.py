@@ -82,6 +82,7 @@ class Conversation:
         "_held_step",
         "_last",
         "_order",
+        "_paused_held",
         "_run",
         "_seen",
         "_sink",
@@ -113,6 +114,8 @@ class Conversation:
         # held meanwhile (see _place_inputs)
         self._awaiting = False
         self._deferred: list[tuple[Node, NodeWrites]] = []
+        # results a paused run held back: another journal may resume the run and store them
+        self._paused_held: set[str] = set()
         self._run: RunState | None = None
         self._updates: list[list[BaseMessage]] = []
 
@@ -222,6 +225,7 @@ class Conversation:
         holder = Node(run=run, name=run.graph, caller="agent", node=None, step=None)
         if paused:  # its calls are answered when it resumes: keep their order (or see close)
             self._tools.run_paused(holder)
+            self._paused_held.update(self._tools.held_ids())
             # at a breakpoint its output is the applied state: what no callback told of is
             # journaled now (a task's interrupt leaves its step's writes to the resumed run)
             messages = state.get("messages") if isinstance(state, dict) else None
@@ -353,7 +357,13 @@ class Conversation:
         tool_call_id = tool_call_id_of(message)
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id
-        content = Lazy(self._contents.message, (self.thread_id, message, in_state))
+        args = (self.thread_id, message, in_state)
+        content = Lazy(self._contents.message, args)
+        if mid in self._paused_held:
+            # held back by a paused run, which another journal (another process) may have
+            # resumed, finding it in the state and storing it: the writer asks the store
+            self._paused_held.discard(mid)
+            content = Lazy(self._contents.message_unless_stored, args, reads=True)
         kind = scalars_kind(caller, node.step, node.node, mid, tool_call_id)  # replacement: a bool
         self._sink.emit(run, "message", event_type, content, metadata, kind)
 
@@ -588,6 +598,10 @@ class Conversation:
         content: Any = {"all": True, "removed_message_ids": gone, "state_message_ids": truth}
         if restored:
             content["restored_message_ids"] = restored
+        if gone and between_runs:
+            # what left the state since this journal last saw it may be another journal's
+            # doing (a run in another process summarized it away): its events hold that
+            content = Lazy(self._contents.removal_not_stored, (self.thread_id, content), True)
         if same:
             # the first state this journal sees of the thread: its order is the journal's,
             # but an earlier process may have journaled a longer state (a graph without a

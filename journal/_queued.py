@@ -34,11 +34,14 @@ class Lazy(NamedTuple):
     """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap).
 
     ``func`` returns the content, an :class:`Extra` (content plus metadata entries), or
-    :data:`SKIP` (nothing to write: not an event, and not a drop).
+    :data:`SKIP` (nothing to write: not an event, and not a drop). ``reads``: ``func`` asks
+    what the store holds of the thread's state, read ahead of the build that calls it
+    (``journal._contents.Contents.prefetch``).
     """
 
     func: Callable[..., Any]
     args: tuple[Any, ...]
+    reads: bool = False
 
 
 class Extra(NamedTuple):

@@ -37,6 +37,10 @@ class ToolOrder(Generic[H]):
         """Whether calls of the latest AI message still wait for their results."""
         return bool(self._expected)
 
+    def held_ids(self) -> list[str]:
+        """The message ids of the results held back."""
+        return [str(m.id) for held in self._held.values() for m in held if m.id is not None]
+
     def calls_made(self, call_ids: list[str]) -> list[BaseMessage]:
         """A new AI message made ``call_ids``: what the previous one still held is due."""
         released = self._release_all()

@@ -98,7 +98,7 @@ class Writer:
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
         on_drop: DropHandler | None = None,
         before_close: Callable[[], None] | None = None,
-        prefetch: Callable[[set[str]], None] | None = None,
+        prefetch: Callable[[list[Pending]], None] | None = None,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -304,7 +304,7 @@ class Writer:
                     batch.append(item)
                 self._taken = batch
             if batch and self.prefetch is not None:  # may wait on the store: not under _state
-                self.prefetch({item.thread_id for item in batch})
+                self.prefetch(batch)
             with self._state:
                 if self._abandoned:  # close took the batch (and spooled it)
                     if control is not None:

@@ -156,10 +156,13 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      look also finds another journal's messages (a run of the thread in
                      another process): they are stored once (the spool's replay drops a
                      node's message another journal stored so since, unless it left the
-                     state after that). Known limits: what another journal's run removed
-                     (its compaction) shows again as a removal marker of this journal's
-                     order; a tool result a paused run holds back is journaled again when
-                     that run is resumed elsewhere while this journal lives on.
+                     state after that). What such a look finds gone that the store's
+                     events already took out of the state (another journal's compaction or
+                     removal) is no removal of this journal's order, and a tool result a
+                     paused run held back is not journaled again when this journal releases
+                     it (at its next run of the thread, or at close) after another journal
+                     resumed the run and stored it: the writer reads the thread's stored
+                     state first (it knows of what was stored by the time it writes).
                      An update's message-like item without an id (a dict, a tuple, a string:
                      the user's values are not changed) is journaled once a run's state shows
                      the id LangGraph gave it.

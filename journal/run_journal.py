@@ -117,7 +117,7 @@ class RunJournal(GraphCallbackHandler):
             close_timeout=close_timeout,
             on_drop=lambda run_id, count: self._sink.writer_dropped(run_id, count),
             before_close=lambda: self._tracker.closing(),
-            prefetch=contents.fetch_digests,
+            prefetch=contents.prefetch,
         )
         self._sink = EventSink(self._writer)
         self._tracker = RunTracker(self._sink, contents)
