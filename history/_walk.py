@@ -14,6 +14,8 @@ rules, written once for :func:`history.replay` and :func:`history.verify`:
   yet are filled by the ``message.*`` events that follow.
 * ``middleware:summarize``: the state becomes ``state_message_ids`` (inferred markers) or
   ``[summary_message, *kept_message_ids]`` (the tracking middleware's layout).
+  (These two order rules are :func:`journal.catalog.order_change`, which the journal's
+  writer follows too.)
 * ``llm.start``: its record (``metadata.context``, see :mod:`journal.digests`) lists every input
   message by id and digest (a record may extend the previous record of the same caller). An
   entry resolves to the state's message with that id when its digest matches, else to a copy
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from history._catalog import MESSAGE_TYPES, MODEL_CALL, REMOVE, SUMMARIZE, message_id
+from journal.catalog import order_change, stored_message_id
 from journal.digests import CONTEXT_KEY, Entry, content_digest, expand_record
 from journal.events import RunEvent
 
@@ -78,13 +81,6 @@ def call_record(event: RunEvent) -> dict[str, Any] | None:
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         return None
     return record
-
-
-def _ids(payload: dict[str, Any], key: str) -> list[str] | None:
-    value = payload.get(key)
-    if not isinstance(value, list):
-        return None
-    return [v for v in value if isinstance(v, str)]
 
 
 @dataclass
@@ -154,30 +150,27 @@ class StateWalk:
         self.entries = entries
 
     def _remove(self, event: RunEvent) -> None:
-        payload = event.content if isinstance(event.content, dict) else {}
-        order = _ids(payload, "state_message_ids")
-        if order is not None:
-            self._reorder(order, {})
+        change = order_change(event.event_type, event.content, self.entries, None)
+        if change is None:
             return
-        for mid in _ids(payload, "removed_message_ids") or ():
+        if change.order is not None:
+            self._reorder(change.order, {})
+            return
+        for mid in change.removed:
             self.entries.pop(mid, None)
 
     def _compact(self, event: RunEvent) -> None:
         payload = event.content if isinstance(event.content, dict) else {}
         summary = payload.get("summary_message")
         injected: dict[str, _Entry] = {}
-        sid = f"\0seq-{event.seq}"
+        sid = stored_message_id(summary) or f"\0seq-{event.seq}"
         if isinstance(summary, dict):
-            data = summary.get("data")
-            value = data.get("id") if isinstance(data, dict) else None
-            sid = value if isinstance(value, str) else sid
             injected[sid] = _Entry(summary, None)
-        order = _ids(payload, "state_message_ids")
-        if order is None:  # the tracking middleware's layout: the summary, then what it kept
-            kept = _ids(payload, "kept_message_ids") or []
-            self.kept_missing += sum(1 for k in kept if k not in self.entries)
-            order = [*injected, *(k for k in kept if k in self.entries)]
-        self._reorder(order, injected)
+        change = order_change(event.event_type, payload, self.entries, next(iter(injected), None))
+        if change is None or change.order is None:
+            return
+        self.kept_missing += change.unheld
+        self._reorder(change.order, injected)
 
     def _inline_ok(self, digest: str, copy: Any) -> bool:
         if digest not in self.checked and content_digest(copy) == digest:

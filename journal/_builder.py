@@ -36,12 +36,16 @@ _GOOD_IDS_MAX: Final = 4096  # thread and run ids checked already (bounded)
 
 
 class BatchBuilder:
-    """Builds the store's events of queued items; reports what it drops to ``dropped``."""
+    """Builds the store's events of queued items; reports what it drops to ``dropped``, and
+    each event it makes to ``built`` (before it builds the next item's content)."""
 
-    __slots__ = ("_dropped", "_good_ids", "_good_types")
+    __slots__ = ("_built", "_dropped", "_good_ids", "_good_types")
 
-    def __init__(self, dropped: Callable[[str, int], None]) -> None:
+    def __init__(
+        self, dropped: Callable[[str, int], None], built: Callable[[NewEvent], None] | None = None
+    ) -> None:
         self._dropped = dropped
+        self._built = built
         self._good_ids: set[str] = set()
         self._good_types: set[tuple[str, str]] = set()
 
@@ -59,7 +63,7 @@ class BatchBuilder:
         logged), as the store's one-by-one retry would drop it.
         """
         events = KnownEvents(handed_over=True)
-        add = events.add
+        add, built = events.add, self._built
         good_ids, good_types = self._good_ids, self._good_types
         for p in batch:
             content = p.content
@@ -117,7 +121,10 @@ class BatchBuilder:
                 "metadata": metadata,
                 "created_at": _EPOCH + timedelta(microseconds=p.created_us),
             }
-            add(construct(NewEvent, values), content_hint, metadata_hint)
+            event = construct(NewEvent, values)
+            add(event, content_hint, metadata_hint)
+            if built is not None:
+                built(event)
         return events
 
     def _check(self, p: Pending) -> None:

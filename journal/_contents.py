@@ -20,10 +20,11 @@ from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
 from journal._kinds import combined_kind, scalars_kind
-from journal._queued import SKIP, Extra, Later, Lazy, Pending
+from journal._queued import SKIP, Extra, Later, Lazy, Pending, Reads
 from journal._stored_state import StoredStates
 from journal.digests import CONTEXT_KEY, ContextIndex, record_kind, stored_digest
 from journal.encoding import NOT_PLAIN, PLAIN, Plain
+from journal.events import NewEvent
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.store import RunEventStore
 
@@ -95,9 +96,10 @@ class Contents:
         return Extra(content, {}, None, PLAIN, kind)
 
     def message_unless_stored(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
-        """:meth:`message`, or ``SKIP`` when the store holds that version in the thread's
-        state already: a result a paused run held back, which the journal that resumed the
-        run (in another process) found in the state and stored."""
+        """:meth:`message`, or ``SKIP`` when the store holds that version as the message's
+        latest (in the thread's state or, removed since, out of it): a result a paused run
+        held back, which the journal that resumed the run (in another process) found in the
+        state and stored."""
         built = self.message(thread_id, message, replacement)
         if built is not SKIP and self._states.holds(
             thread_id, str(message.id), built.metadata["digest"]
@@ -117,12 +119,19 @@ class Contents:
 
     def prefetch(self, batch: Sequence[Pending]) -> None:
         """What the build of ``batch`` needs of the store, read ahead of it (writer thread,
-        outside the writer's lock): the digests of threads met for the first time, and the
-        stored state of the threads whose contents ask (:attr:`Lazy.reads`)."""
+        outside the writer's lock): the digests of threads met for the first time, and what
+        the contents that ask (:attr:`Lazy.reads`) need of their thread's stored state."""
         self.fetch_digests({item.thread_id for item in batch})
-        self._states.fetch(
-            {p.thread_id for p in batch if type(p.content) is Lazy and p.content.reads}
-        )
+        needs: dict[str, Reads] = {}  # the state, where any content of the thread asks it
+        for p in batch:
+            reads = p.content.reads if type(p.content) is Lazy else None
+            if reads is not None and needs.get(p.thread_id) != "state":
+                needs[p.thread_id] = reads
+        self._states.fetch(needs)
+
+    def built(self, event: NewEvent) -> None:
+        """The build made ``event``: the answers for the rest of the batch count it."""
+        self._states.built(event)
 
     def fetch_digests(self, thread_ids: Iterable[str]) -> None:
         """Read the digests of the stored messages of each thread the index has not met, for

@@ -360,10 +360,11 @@ class Conversation:
         args = (self.thread_id, message, in_state)
         content = Lazy(self._contents.message, args)
         if mid in self._paused_held:
-            # held back by a paused run, which another journal (another process) may have
-            # resumed, finding it in the state and storing it: the writer asks the store
             self._paused_held.discard(mid)
-            content = Lazy(self._contents.message_unless_stored, args, reads=True)
+            if not self._tools.resumed:
+                # held back by a paused run this journal did not resume: another journal
+                # (another process) may have, finding it in the state and storing it
+                content = Lazy(self._contents.message_unless_stored, args, reads="messages")
         kind = scalars_kind(caller, node.step, node.node, mid, tool_call_id)  # replacement: a bool
         self._sink.emit(run, "message", event_type, content, metadata, kind)
 
@@ -601,7 +602,8 @@ class Conversation:
         if gone and between_runs:
             # what left the state since this journal last saw it may be another journal's
             # doing (a run in another process summarized it away): its events hold that
-            content = Lazy(self._contents.removal_not_stored, (self.thread_id, content), True)
+            args = (self.thread_id, content)
+            content = Lazy(self._contents.removal_not_stored, args, reads="state")
         if same:
             # the first state this journal sees of the thread: its order is the journal's,
             # but an earlier process may have journaled a longer state (a graph without a

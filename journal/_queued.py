@@ -8,11 +8,15 @@ so that conversions never run on the agent's thread. See :mod:`journal._writer`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from journal.encoding import NOT_PLAIN
 
-__all__ = ["SKIP", "Extra", "Later", "Lazy", "Pending"]
+__all__ = ["SKIP", "Extra", "Later", "Lazy", "Pending", "Reads"]
+
+#: What a :class:`Lazy` asks of the store: the thread's stored messages (their latest
+#: versions), or its stored state (which messages it holds, and their versions).
+Reads = Literal["messages", "state"]
 
 
 class Pending(NamedTuple):
@@ -34,14 +38,14 @@ class Lazy(NamedTuple):
     """Content computed by the writer thread: ``func(*args)`` (keeps the callback path cheap).
 
     ``func`` returns the content, an :class:`Extra` (content plus metadata entries), or
-    :data:`SKIP` (nothing to write: not an event, and not a drop). ``reads``: ``func`` asks
-    what the store holds of the thread's state, read ahead of the build that calls it
+    :data:`SKIP` (nothing to write: not an event, and not a drop). ``reads``: what ``func``
+    asks of the store of the thread (:data:`Reads`), read ahead of the build that calls it
     (``journal._contents.Contents.prefetch``).
     """
 
     func: Callable[..., Any]
     args: tuple[Any, ...]
-    reads: bool = False
+    reads: Reads | None = None
 
 
 class Extra(NamedTuple):

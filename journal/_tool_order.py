@@ -24,18 +24,25 @@ class ToolOrder(Generic[H]):
     paused holding them); the policy never looks inside it.
     """
 
-    __slots__ = ("_expected", "_held", "_paused", "_step")
+    __slots__ = ("_expected", "_held", "_paused", "_resumed", "_step")
 
     def __init__(self) -> None:
         self._expected: list[str] = []
         self._held: dict[str, list[BaseMessage]] = {}
         self._step: int | None = None  # the superstep of the results seen so far
         self._paused: H | None = None  # the run that paused holding results, if any
+        self._resumed = False  # a call the paused run awaited was answered since it paused
 
     @property
     def pending(self) -> bool:
         """Whether calls of the latest AI message still wait for their results."""
         return bool(self._expected)
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the run that last paused was resumed here: a call it awaited was answered
+        (or failed) since (what it held is then released by the resumed run itself)."""
+        return self._resumed
 
     def held_ids(self) -> list[str]:
         """The message ids of the results held back."""
@@ -64,6 +71,7 @@ class ToolOrder(Generic[H]):
     def answered_elsewhere(self, call_id: str | None) -> list[BaseMessage]:
         """``call_id``'s result was journaled by someone else (a middleware hook wrote it)."""
         if call_id in self._expected:
+            self._resumed = self._resumed or self._paused is not None
             self._expected.remove(call_id)
         return self._due()
 
@@ -81,6 +89,7 @@ class ToolOrder(Generic[H]):
         """The run paused for a human: its calls are answered when it resumes; ``holder``
         journals what is still held if the journal closes first."""
         self._paused = holder
+        self._resumed = False
 
     def closing(self) -> tuple[H | None, list[BaseMessage]]:
         """The journal closes: the paused run's holder and its held results (none if no run
@@ -93,6 +102,7 @@ class ToolOrder(Generic[H]):
     def _answered(self, call_id: str | None, messages: list[BaseMessage]) -> list[BaseMessage]:
         if call_id is None or call_id not in self._expected:
             return messages
+        self._resumed = self._resumed or self._paused is not None
         self._held[call_id] = messages
         return self._due()
 

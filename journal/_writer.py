@@ -99,6 +99,7 @@ class Writer:
         on_drop: DropHandler | None = None,
         before_close: Callable[[], None] | None = None,
         prefetch: Callable[[list[Pending]], None] | None = None,
+        built: Callable[[NewEvent], None] | None = None,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -128,7 +129,8 @@ class Writer:
         self._abandoned = False
         self._taken: list[Pending] = []
         self._in_flight: list[NewEvent] = []
-        self._builder = BatchBuilder(self._dropped)  # writer thread (and _abandon, under _state)
+        # writer thread (and _abandon, under _state); ``built`` sees each event it makes
+        self._builder = BatchBuilder(self._dropped, built)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting_since: float | None = None  # the writer waits for a Later to settle

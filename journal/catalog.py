@@ -1,4 +1,5 @@
-"""The journal's vocabulary, written once: event names, the tag rule, and stored message ids.
+"""The journal's vocabulary, written once: event names, the tag rule, stored message ids, and
+what a removal or summary event does to the state's order.
 
 Every package reads these from here — the middleware that dispatches ``summarization``, the
 ``RunJournal`` that records it as ``middleware:summarize``, and the history readers that find
@@ -8,7 +9,8 @@ it — so the names and the rules cannot drift apart. No I/O, no LangChain impor
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from collections.abc import Container
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "MESSAGE_EVENT_TYPES",
@@ -19,7 +21,9 @@ __all__ = [
     "SUMMARIZE_EVENT_TYPE",
     "SUMMARY_SOURCE",
     "TAG_RE",
+    "OrderChange",
     "is_summary_message",
+    "order_change",
     "sanitize_tag",
     "stored_message_id",
 ]
@@ -68,3 +72,44 @@ def stored_message_id(content: Any) -> str | None:
     else:
         value = getattr(content, "id", None)
     return value if isinstance(value, str) else None
+
+
+def _listed_ids(payload: Any, key: str) -> list[str] | None:
+    """The ids an event's content lists under ``key`` (its strings; ``None``: no list)."""
+    value = payload.get(key) if isinstance(payload, dict) else None
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
+
+
+class OrderChange(NamedTuple):
+    """What a ``message.remove`` or ``middleware:summarize`` event does to the state."""
+
+    #: The state becomes exactly these ids, in this order (``None``: it keeps its order).
+    order: list[str] | None
+    #: Else these ids leave it.
+    removed: list[str]
+    #: Ids a summary kept that the state did not hold (left out of ``order``).
+    unheld: int = 0
+
+
+def order_change(
+    event_type: str, content: Any, held: Container[str], summary_id: str | None
+) -> OrderChange | None:
+    """What the event does to a state holding ``held`` (``None``: not such an event).
+
+    A removal takes its ``removed_message_ids`` out; with ``state_message_ids`` (a rewrite,
+    or a fork's state) the state becomes that list. A summary makes the state its
+    ``state_message_ids`` (an inferred marker), or its summary (``summary_id``, the id the
+    reader gives it) followed by the ``kept_message_ids`` the state holds (the tracking
+    middleware's layout).
+    """
+    if event_type not in (REMOVE_EVENT_TYPE, SUMMARIZE_EVENT_TYPE):
+        return None
+    order = _listed_ids(content, "state_message_ids")
+    if order is not None:
+        return OrderChange(order, [])
+    if event_type == REMOVE_EVENT_TYPE:
+        return OrderChange(None, _listed_ids(content, "removed_message_ids") or [])
+    kept = _listed_ids(content, "kept_message_ids") or []
+    order = [mid for mid in kept if mid in held]
+    head = [] if summary_id is None else [summary_id]
+    return OrderChange([*head, *order], [], len(kept) - len(order))

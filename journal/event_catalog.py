@@ -161,8 +161,10 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      removal) is no removal of this journal's order, and a tool result a
                      paused run held back is not journaled again when this journal releases
                      it (at its next run of the thread, or at close) after another journal
-                     resumed the run and stored it: the writer reads the thread's stored
-                     state first (it knows of what was stored by the time it writes).
+                     resumed the run and stored it, even if it left the state since: the
+                     writer reads the thread's stored state (or, for such a result, its
+                     stored messages) first, counting what it writes before in the same
+                     batch. A run this journal resumes itself releases its results unread.
                      An update's message-like item without an id (a dict, a tuple, a string:
                      the user's values are not changed) is journaled once a run's state shows
                      the id LangGraph gave it.

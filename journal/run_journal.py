@@ -118,6 +118,7 @@ class RunJournal(GraphCallbackHandler):
             on_drop=lambda run_id, count: self._sink.writer_dropped(run_id, count),
             before_close=lambda: self._tracker.closing(),
             prefetch=contents.prefetch,
+            built=contents.built,
         )
         self._sink = EventSink(self._writer)
         self._tracker = RunTracker(self._sink, contents)

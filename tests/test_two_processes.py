@@ -7,7 +7,9 @@ next run took what it found gone for a removal of its own: the timeline showed a
 marker of what the summary marker had replaced. A run paused by an interrupt with a finished
 call's result held back (it waits for the earlier call), resumed by the other process, had
 that result journaled twice: by the journal that resumed it, and again by the first one
-when it released what it held (at its next run, or at close).
+when it released what it held (at its next run, or at close), and still once the result
+had left the state again after the other process stored it (the first journal looked for it
+in the stored state, not among the stored messages).
 """
 
 from __future__ import annotations
@@ -146,3 +148,23 @@ def test_a_paused_run_resumed_by_another_process_journals_each_result_once(
     b.close()
     store = checked_store(tmp_path, state)
     assert markers(store) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_held_result_another_process_stored_and_removed_is_not_journaled_again(
+    tmp_path: Path, start: Any, mode: str
+) -> None:
+    """A's run pauses holding ``add``'s result; B resumes it (storing the result), an
+    update no journal is told of removes it, and B journals that removal; A then closes:
+    the result is journaled once and replay's state, like the graph's, lacks it."""
+    a, b = start("A", "interrupt"), start("B", "interrupt")
+    assert a.turn(mode, "t", "q0")["paused"]
+    resumed = b.resume(mode, "t", "yes")["state"]
+    held = next(mid for kind, mid, content in resumed if kind == "tool" and content == "3")
+    update_without_journal(tmp_path, "interrupt", "t", [RemoveMessage(id=held)])
+    assert b.turn(mode, "t", "q1")["paused"]  # B's look journals the removal
+    state = b.resume(mode, "t", "ok")["state"]
+    assert held not in [mid for _, mid, _ in state]
+    a.close()
+    b.close()
+    checked_store(tmp_path, state)
