@@ -12,10 +12,13 @@ tool results wait for earlier calls. Callback path: no I/O; the caller serialise
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from journal._capture import (
     NodeWrites,
@@ -54,6 +57,18 @@ class _Unplaced(NamedTuple):
     caller: str
 
 
+class _Later(NamedTuple):
+    """What happened while the user's messages awaited their ids: done once they are placed."""
+
+    call: Callable[[], None]
+    ids: frozenset[str] = frozenset()  # the ids it journals: none is a placed input's
+
+
+def _rewrites(write: Sequence[BaseMessage]) -> bool:
+    """Whether a write replaces the whole state (an overwrite, a ``REMOVE_ALL_MESSAGES``)."""
+    return any(m.type == "remove" and m.id == REMOVE_ALL_MESSAGES for m in write)
+
+
 _log = get_logger(__name__)
 
 
@@ -66,10 +81,11 @@ class Conversation:
     ``(id, task path)`` of the messages journaled since the current superstep started;
     ``_stale`` whether ``_order`` may differ from the state's and awaits a state to check it
     against; ``_held`` the edits of the current superstep, waiting to be applied;
-    ``_deferred`` the node writes made while the state holds the user's overwriting messages
-    without ids yet (journaled after them, see ``_place_inputs``); ``_run`` the thread's
-    latest root run; ``_updates`` the writes of ``update_state`` calls made before this
-    journal followed a run of the thread (journaled with the next one).
+    ``_deferred`` what happened while the user's messages awaited their ids — the nodes'
+    writes, a summary marker, a later run's input or update (done after them, see
+    ``_place_inputs``); ``_run`` the thread's latest root run; ``_updates`` the writes of
+    ``update_state`` calls made before this journal followed a run of the thread (journaled
+    with the next one).
     """
 
     __slots__ = (
@@ -110,10 +126,10 @@ class Conversation:
         self._held_step: int | None = None
         # messages written in a form the journal could not give an id
         self._unplaced: list[_Unplaced] = []
-        # user messages the state holds without ids yet (an overwrite's), and the node writes
-        # held meanwhile (see _place_inputs)
+        # user messages the state holds without ids yet (an overwrite's), or unplaced when a
+        # later run or update came, and what happened meanwhile (see _place_inputs)
         self._awaiting = False
-        self._deferred: list[tuple[Node, NodeWrites]] = []
+        self._deferred: list[_Later] = []
         # results a paused run held back: another journal may resume the run and store them
         self._paused_held: set[str] = set()
         self._run: RunState | None = None
@@ -134,8 +150,18 @@ class Conversation:
             user.run.input_end = tail.id
         self._stale = False  # (a run checks the order at its first step: it is not synced)
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
+            self._give_up_inputs()  # an earlier run's unplaced ones leave the state now
             self._journal_update(user, [messages])
             return
+        if self._inputs_waiting():  # an earlier run's enter the state first
+            self._awaiting = True
+            ids = frozenset(m.id for m in messages if isinstance(m.id, str))
+            self._deferred.append(_Later(partial(self._journal_input, user, messages), ids))
+            return
+        self._journal_input(user, messages)
+
+    def _journal_input(self, user: Node, messages: list[BaseMessage]) -> None:
+        """Journal a root run's input ``messages`` (not a rewrite) as they enter the state."""
         for message in messages:
             if is_summary(message):  # a resent summary: its marker journaled it
                 if message.id is not None:
@@ -189,7 +215,7 @@ class Conversation:
         """A node of the root graph ended having ``written`` its output: journal the
         messages it writes."""
         if self._awaiting:  # they enter the state after the input: journaled after it
-            self._deferred.append((node, written))
+            self._deferred.append(_Later(partial(self.node_ended, node, written)))
             return
         if written.removes:
             # an edit: journaled once LangGraph has applied the superstep (it may fail)
@@ -209,11 +235,10 @@ class Conversation:
     def root_finished(self, run: RunState, *, applied: bool, paused: bool, state: Any) -> None:
         """A root run ended (``paused``: for a human). ``applied``: LangGraph applied its last
         superstep's writes; ``state``: the root's output (the final state of a graph)."""
-        if self._awaiting:  # the output shows the input's ids if a write gave them
-            if isinstance(state, dict):
-                self._place_inputs(run, state.get("messages"))
-            self._awaiting = False  # what the run wrote is journaled by its end, placed or not
-            self._release_deferred()
+        if self._awaiting and isinstance(state, dict):  # it shows ids a write gave them
+            self._place_inputs(run, state.get("messages"))
+        # else (a stopped stream, a failed run) the next state seen places them, then what
+        # the run wrote meanwhile: a later run's look, or its rewrite, or the journal's close
         # a step a task paused in is applied when the run resumes; at a breakpoint
         # (interrupt_before/after) LangGraph applied the step before pausing
         if self._held and not (paused and run.task_interrupted):
@@ -249,18 +274,36 @@ class Conversation:
             self._updates.extend(writes)
             return
         run = self._run
-        self._journal_update(
-            Node(run=run, name=run.graph, caller="user", node=None, step=None), writes
-        )
+        user = Node(run=run, name=run.graph, caller="user", node=None, step=None)
+        if self._inputs_waiting():  # a run's unplaced messages: they are in the state first
+            if any(_rewrites(write) for write in writes):
+                self._give_up_inputs()  # they leave it now
+            else:
+                self._awaiting = True
+                ids = frozenset(
+                    m.id for w in writes for m in w if m.type != "remove" and isinstance(m.id, str)
+                )
+                self._deferred.append(_Later(partial(self._journal_update, user, writes), ids))
+                return
+        self._journal_update(user, writes)
+
+    def summary_marked(self, run: RunState, payload: Any, attribution: dict[str, Any]) -> None:
+        """A summarization middleware reported its compaction (``payload``, see
+        :mod:`middleware.summarization`): its marker, journaled after the messages it
+        replaced (the user's, awaiting their ids, too)."""
+        if self._awaiting:
+            self._deferred.append(_Later(partial(self.summary_marked, run, payload, attribution)))
+            return
+        self._sink.emit(run, "middleware", SUMMARIZE_EVENT_TYPE, payload, attribution)
 
     def closing(self) -> None:
         """The journal closes: journal the tool results and edits paused runs still hold.
 
         A run resumed by another journal (after a restart) cannot release them, and they are
-        already in the checkpoint's pending writes.
+        already in the checkpoint's pending writes. The user's messages no state showed are
+        journaled too (see ``_give_up_inputs``).
         """
-        self._awaiting = False
-        self._release_deferred()
+        self._give_up_inputs()
         if self._held:
             self._apply_held()
         holder, due = self._tools.closing()
@@ -439,8 +482,9 @@ class Conversation:
         (``input_end``). Other unplaced writes wait for their step.
 
         An overwrite's items get their ids only at the state's next write: until a state shows
-        them with ids, the nodes' writes wait (see ``node_ended``), journaled once they are
-        placed."""
+        them with ids, what happens meanwhile waits (see ``node_ended``, ``_deferred``), done
+        once they are placed (a later run's input it releases is placed from ``messages``
+        too). One the state no longer holds is journaled all the same (see ``_place``)."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
         inputs: list[_Unplaced] = []
@@ -453,14 +497,45 @@ class Conversation:
             own = [m.id for u, m in self._place(messages, inputs) if u.node.run is run]
             if own:
                 run.input_end = own[-1]
-        if not self._awaiting:
+        if not self._awaiting and self._deferred:
             self._release_deferred()
+            if self._inputs_waiting():  # a later run's input, released just now
+                self._place_inputs(run, messages)
 
     def _release_deferred(self) -> None:
-        """Journal the node writes held while the user's messages awaited their ids."""
+        """Do what waited while the user's messages awaited their ids, in its order."""
         deferred, self._deferred = self._deferred, []
-        for node, written in deferred:
-            self.node_ended(node, written)
+        for later in deferred:
+            later.call()
+
+    def _inputs_waiting(self) -> bool:
+        """Whether user messages (a run's input, an update's) wait for a state to place them."""
+        return any(entry.caller == "user" for entry in self._unplaced)
+
+    def _give_up_inputs(self) -> None:
+        """Journal the user's unplaced messages that no state will show (a rewrite replaces
+        the state first, the journal closes; see ``_journal_lost``), in their order, then
+        what waited for them, then the edits that held (their runs are over)."""
+        if not self._inputs_waiting() and not self._deferred:
+            return
+        lost = [entry for entry in self._unplaced if entry.caller == "user"]
+        self._unplaced = [entry for entry in self._unplaced if entry.caller != "user"]
+        for entry in lost:
+            self._journal_lost(entry)
+        self._awaiting = False
+        self._release_deferred()
+        if self._held:
+            self._apply_held()
+
+    def _journal_lost(self, entry: _Unplaced) -> None:
+        """Journal a user's message no state showed with its id: under the id its object was
+        given in place (by the state holding it: the reducer, a summarizer, as the marker
+        names it), else under one made for the journal's copy (the user's object is never
+        changed)."""
+        message = entry.message
+        if type(message.id) is not str:
+            message = message.model_copy(update={"id": str(uuid.uuid4())})
+        self._add(entry.node, message, entry.caller)
 
     def _place(
         self, messages: list[Any], pending: list[_Unplaced] | None = None
@@ -469,12 +544,17 @@ class Conversation:
         those of ``pending``), under the id the state gave them; return each placed with
         its state message, in the state's order.
 
-        Each is found by kind and content among the state's ids the journal has not seen,
-        the latest first: what was just written is nearest the end of the state (after a
-        restart an earlier message of the same text is unseen too)."""
+        Each is found by kind and content among the state's ids the journal has not seen (nor
+        a deferred write holds), the latest first: what was just written is nearest the end
+        of the state (after a restart an earlier message of the same text is unseen too).
+        A user's message a state with every id shows no longer (replaced before the state
+        gave it its id, by a summarizer) is journaled all the same, in its place among the
+        user's (see ``_journal_lost``)."""
         if pending is None:
             pending = self._unplaced
             self._unplaced = []
+        entries = list(pending)  # in the order they were written
+        claimed = {mid for later in self._deferred for mid in later.ids}
         found: list[tuple[_Unplaced, Any]] = []
         for state_message in reversed(messages):
             if not pending:
@@ -484,21 +564,31 @@ class Conversation:
             if (
                 type(mid) is str
                 and mid not in self._seen
+                and mid not in claimed
                 and getattr(state_message, "type", None) == written.type
                 and getattr(state_message, "content", None) == written.content
             ):
                 found.append((pending.pop(), state_message))
+        waiting = any(type(getattr(m, "id", None)) is not str for m in messages)
         if pending:
-            if any(type(getattr(m, "id", None)) is not str for m in messages):
+            if waiting:
                 # an overwrite's items get their ids at the state's next write: a later
                 # state places them
                 self._unplaced[:0] = pending
                 self._awaiting = self._awaiting or any(e.caller == "user" for e in pending)
-            else:
-                _log.warning("journal_messages_unplaced", count=len(pending))
+            elif any(entry.caller != "user" for entry in pending):
+                _log.warning(
+                    "journal_messages_unplaced",
+                    count=sum(entry.caller != "user" for entry in pending),
+                )
         found.reverse()  # in the state's order
-        for entry, state_message in found:
-            self._add(entry.node, state_message, entry.caller)
+        placed = {id(entry): state_message for entry, state_message in found}
+        for entry in entries:
+            state_message = placed.get(id(entry))
+            if state_message is not None:
+                self._add(entry.node, state_message, entry.caller)
+            elif not waiting and entry.caller == "user":
+                self._journal_lost(entry)
         return found
 
     def _may_hold_unseen(self, state: Any) -> bool:

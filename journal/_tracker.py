@@ -37,7 +37,6 @@ from journal._sink import EventSink
 from journal.catalog import (
     PARENT_SPAN_KEY,
     SUMMARIZATION_EVENT,
-    SUMMARIZE_EVENT_TYPE,
     sanitize_tag,
 )
 from journal.encoding import PLAIN, plain_kind
@@ -367,7 +366,7 @@ class RunTracker:
             if name == SUMMARIZATION_EVENT and (node is None or node.top):
                 if node is not None:
                     node.summarized = True  # its rewrite is this marker, not another
-                self._sink.emit(run, "middleware", SUMMARIZE_EVENT_TYPE, data, attribution)
+                self._threads.get(run.thread_id).summary_marked(run, data, attribution)
 
     def middleware_recorded(self, hook_run: UUID | None, tag: str, content: Any, name: str) -> None:
         """A middleware hook (run ``hook_run``) recorded ``middleware:<tag>``; ``ValueError``

@@ -9,6 +9,13 @@ where, without the journal, a new one replaced it (the timeline lost the second 
 counted one removed message instead of two), and the model was sent ids LangGraph had not
 given yet. Now the items are journaled under the ids the state gives them, before what the
 nodes wrote meanwhile.
+
+Then an item the state no longer held when the journal first saw it with ids — a summarizer
+replaced it at the run's first step — was never journaled (the marker named messages no event
+held, the tracked marker came before the messages it kept), and a stream stopped before any
+state showed the ids journaled what its nodes wrote before its input, or lost the input for
+good when the next run overwrote the state again. Now such an item is journaled all the same,
+in its place among the user's, and what the nodes wrote waits for the next state seen.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -27,6 +35,7 @@ from langgraph.types import Overwrite
 
 from history import build_timeline, replay, verify
 from journal import RunJournal, SqliteEventStore
+from middleware import TrackingSummarizationMiddleware
 from tests.fakes import ScriptedChatModel, ai, call
 
 MODES = ["sync", "async"]
@@ -253,3 +262,115 @@ async def test_an_update_state_overwrite_is_left_as_written(tmp_path: Path, mode
         ("human", "next"),
         ("ai", "answer after 2 messages"),
     ]
+
+
+@pytest.mark.parametrize("summarizer", [SummarizationMiddleware, TrackingSummarizationMiddleware])
+@pytest.mark.parametrize("mode", MODES)
+async def test_overwriting_items_a_summarizer_replaces_at_once_are_journaled(
+    tmp_path: Path, mode: str, summarizer: type[SummarizationMiddleware]
+) -> None:
+    """Overwriting items summarized away at the run's first step are all journaled in input
+    order, before the summary marker, which names them; replay's state is the state's."""
+    counter = iter(range(1, 100))
+    summarize = summarizer(
+        ScriptedChatModel(lambda _: AIMessage(f"summary {next(counter)}")),
+        trigger=("messages", 8),
+        keep=("messages", 3),
+    )
+    agent = create_agent(
+        ScriptedChatModel(answer), [], middleware=[summarize], checkpointer=InMemorySaver()
+    )
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        thread = Thread(agent, mode, journal)
+        await thread.run({"messages": Overwrite([HumanMessage(f"q{i}") for i in range(11)])})
+        assert journal.flush(10)
+    assert_replayed(store, thread.state())
+    questions = [("human", f"q{i}") for i in range(11)]
+    assert shapes(replay(store, THREAD, view="full")) == [
+        *questions,
+        ("ai", "answer after 4 messages"),
+    ]
+    items = build_timeline(store, THREAD, limit=100)["items"]
+    assert [i.get("content", i["type"]) for i in items] == [
+        *(f"q{i}" for i in range(11)),
+        "summary_marker",
+        "answer after 4 messages",
+    ]
+    marker = items[11]
+    assert marker["replaced_count"] == 8
+    assert marker["replaced_message_ids"] == [i["id"] for i in items[:8]]
+    assert (marker["first_replaced_seq"], marker["last_replaced_seq"]) == (
+        items[0]["seq"],
+        items[7]["seq"],
+    )
+
+
+def two_nodes() -> Any:
+    """A graph whose two nodes answer one after the other."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("m1", lambda s: {"messages": [AIMessage(f"answer to {len(s['messages'])}")]})
+    builder.add_node("m2", lambda s: {"messages": [AIMessage("second")]})
+    builder.add_edge(START, "m1")
+    builder.add_edge("m1", "m2")
+    builder.add_edge("m2", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+async def stop_after_first_chunk(thread: Thread, payload: Any) -> None:
+    """Stream a run of ``thread`` and stop it after its first chunk (its first node)."""
+    if thread.mode == "async":
+        stream = thread.graph.astream(payload, thread.config, stream_mode="updates")
+        async for _ in stream:
+            break
+        await stream.aclose()
+    else:
+        for _ in thread.graph.stream(payload, thread.config, stream_mode="updates"):
+            break
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_overwriting_streams_stopped_after_their_first_node_keep_their_items(
+    tmp_path: Path, mode: str
+) -> None:
+    """Overwriting runs whose streams are stopped after their first node keep their items,
+    journaled before that node's answer; replay's state and the timeline are the thread's."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        thread = Thread(two_nodes(), mode, journal)
+        await thread.run({"messages": [("user", "first")]})
+        await stop_after_first_chunk(thread, {"messages": Overwrite(ITEMS["mixed"])})
+        assert shapes(thread.state())[-1] == ("ai", "answer to 2")
+        await stop_after_first_chunk(thread, {"messages": Overwrite(ITEMS["dict"])})
+        await thread.run({"messages": [("user", "next")]})
+        assert journal.flush(10)
+    assert_replayed(store, thread.state())
+    assert timeline(store) == [
+        ("human", "first"),
+        ("ai", "answer to 1"),
+        ("ai", "second"),
+        3,
+        ("human", "hi"),
+        ("human", "and you?"),
+        ("ai", "answer to 2"),
+        3,
+        ("human", "hi"),
+        ("ai", "answer to 1"),
+        ("human", "next"),
+        ("ai", "answer to 3"),
+        ("ai", "second"),
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_overwriting_stream_stopped_after_its_first_node_is_journaled_at_close(
+    tmp_path: Path, mode: str
+) -> None:
+    """A stopped overwriting stream no later run follows: the journal's close journals its
+    items (under ids of its own: no state showed LangGraph's), then its node's answer."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        thread = Thread(two_nodes(), mode, journal)
+        await stop_after_first_chunk(thread, {"messages": Overwrite(ITEMS["mixed"])})
+    assert shapes(replay(store, THREAD, view="state")) == shapes(thread.state())
+    assert timeline(store) == [("human", "hi"), ("human", "and you?"), ("ai", "answer to 2")]
