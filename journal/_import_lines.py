@@ -113,11 +113,12 @@ def _hint(value: Any, text: str) -> Hint | None:
     # orjson writes a float below 1e-4 as "0.0000..." or with "e-", and one of 2**63 or more
     # with "e+": a text without any of them holds none it writes its own way (a "." alone is
     # a float orjson writes as the rules do, or text); one too short or with too few
-    # brackets nests no deeper than _DEEP
+    # brackets nests no deeper than _DEEP. Each one-character test goes first: it is a
+    # memchr, several times cheaper than the search for two or six characters it spares
     if (
-        "0.0000" not in text
-        and "e+" not in text
-        and "e-" not in text
+        ("." not in text or "0.0000" not in text)
+        and ("+" not in text or "e+" not in text)
+        and ("-" not in text or "e-" not in text)
         and (len(text) < _SHALLOW_CHARS or text.count("{") + text.count("[") < _DEEP)
     ):
         return text

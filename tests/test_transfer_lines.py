@@ -388,7 +388,9 @@ _small_or_big = st.sampled_from([1e-07, -3e-05, 9.99e-05, 1.5e-05, 5e-324, 2.0**
 @settings(max_examples=1500, deadline=None)
 @given(
     value=st.recursive(
-        _values | _small_or_big | st.sampled_from(["e-", ":1e-", ",0.0000", "7e+", "[1e-5"]),
+        _values
+        | _small_or_big
+        | st.sampled_from(["e-", ":1e-", ",0.0000", "7e+", "[1e-5", "-", "+", ".", "0.000"]),
         lambda inner: (
             st.lists(inner, max_size=4)
             | st.dictionaries(st.sampled_from(["a", "e-", "0.0000"]), inner, max_size=4)
@@ -409,3 +411,34 @@ def test_the_hint_of_a_text_is_the_text_unless_orjson_writes_a_float_its_own_way
     if hint is None:  # nested too deep for the fast path
         return
     assert hint == (PLAIN_NUMBERS if _own_float_anywhere(value) else text)
+
+
+#: Values whose texts hold the characters the float tests look for first ("-", "+", "."),
+#: with and without the rest of a float orjson writes its own way.
+_marked = st.recursive(
+    _small_or_big
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["-", "+", ".", "e-", "e+", "0.0000", "0.000", "1e-5]", "a-b.c+d"])
+    | st.text(alphabet="e-+.0123456789", max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "e-", ".", "+"]), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    content=_marked,
+    metadata=st.dictionaries(st.sampled_from(["m", "e-", "+"]), _marked, max_size=3),
+    orjson_form=st.booleans(),
+)
+def test_a_line_with_the_marks_of_a_float_reads_as_the_checked_path_does(
+    content: Any, metadata: dict[str, Any], orjson_form: bool
+) -> None:
+    """A line whose texts hold "-", "+" or "." (alone, in words, in floats of either form):
+    the fast path answers the checked path's event, seq and texts, or nothing."""
+    line = {**_LINE, "content": content, "metadata": metadata}
+    text = _orjson_form(line) if orjson_form else _canonical(line)
+    event("fast path" if _same_as_checked(text) else "checked path")
