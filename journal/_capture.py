@@ -92,17 +92,17 @@ def _normalise(
 
     ``add_messages`` keeps an existing id, so an id assigned here is the one the state holds.
     A message object without an id is given one in place (``add_messages`` would give it one
-    the same way). Message-like items (dicts, ``(role, text)`` tuples, strings) are converted.
-    ``written``: a node's output, which LangGraph has already taken, so only what can be
-    changed in place is: a list's items (put back as the messages returned), a dict's ``id``.
-    Else the value is a root run's input: the user's own object, which is never changed (a
-    user who sends it again must not resend a message id the thread holds). A converted
-    message the journal cannot give its id comes back without one (the state's id becomes
-    known when the state is next seen). ``RemoveMessage`` items are left out unless
-    ``keep_removals``. An overwrite (see :func:`_overwrite`) is read as its value, each item
-    in the state as it is (no reducer runs on it), led by
-    :data:`journal._edits.OVERWRITTEN` when ``keep_removals``. ``reduced``: the reducer runs
-    on the value now, so a message object without an id gets one in place (else it is left
+    the same way). Message-like items (dicts, ``(role, text)`` tuples, strings) are converted,
+    never changed, nor is the list holding them: they are the user's or the node's own
+    objects (a run's input, an ``update_state``'s values, a node's output), which may be
+    sent or returned again and must not carry a message id the thread holds by then. A
+    converted message comes back without an id (the state's id becomes known when the state
+    is next seen).
+    ``RemoveMessage`` items are left out unless ``keep_removals``. An overwrite (see
+    :func:`_overwrite`) is read as its value, each item in the state as it is (no reducer
+    runs on it), led by :data:`journal._edits.OVERWRITTEN` when ``keep_removals``.
+    ``written``: a node's output (see :func:`_overwritten`). ``reduced``: the reducer runs on
+    the value now, so a message object without an id gets one in place (else it is left
     without).
     """
     raw = container.get(key)
@@ -119,43 +119,35 @@ def _normalise(
         items = raw if isinstance(raw, list) else list(raw)
     else:
         return []
-    in_place = written and items is raw  # a node's own list, whose items LangGraph reads later
     out: list[BaseMessage] = []
-    for index, item in enumerate(items):
-        reachable = True
+    for item in items:
         if isinstance(item, BaseMessage):
             message = item
+            if message.id is None and reduced and message.type in _MESSAGE_TYPES:
+                message.id = _new_id()
         else:
             try:
                 message = convert_to_messages([item])[0]
             except (ValueError, TypeError, NotImplementedError):
                 continue  # not a message; LangGraph will report it to the caller
-            if in_place:
-                items[index] = message
-            reachable = in_place or (written and isinstance(item, dict))
         if message.type not in _MESSAGE_TYPES:
             if keep_removals and message.type == "remove":
                 out.append(message)
             continue  # RemoveMessage and other state operations are not messages
-        if message.id is None and reachable and reduced:
-            message.id = _new_id()
-            if isinstance(item, dict) and "id" not in item:
-                item["id"] = message.id  # the dict LangGraph holds gets the same id
         out.append(message)
     return out
 
 
-def _overwritten(value: Any, keep_removals: bool, written: bool) -> list[BaseMessage]:
+def _overwritten(value: Any, keep_removals: bool, written: bool = False) -> list[BaseMessage]:
     """The messages an overwrite sets the state to (see :func:`_normalise`).
 
     LangGraph stores the value itself; its items get their ids at the state's next write (the
-    reducer runs on the stored list then). In a node's output (``written``) only what is
-    changed in place reaches the state: a message object's id, a list's items (a message-like
-    item becomes the message, as the reducer would make it). A user's value (a run's input,
-    an ``update_state``'s values) is never changed: an item without an id comes back without
-    one, the user's message object too (the state's id is known once a state shows it). A
-    ``RemoveMessage`` in it removes nothing."""
-    messages = _normalise({"messages": value}, "messages", written=written, reduced=written)
+    reducer runs on the stored list then, giving a message object its id in place). A
+    message-like item comes back without an id (the state's id is known once a state shows
+    it); a user's message object too (a run's input, an ``update_state``'s values: the user
+    may send it again), while a node's (``written``) gets its id in place now, the one the
+    reducer keeps. A ``RemoveMessage`` in it removes nothing."""
+    messages = _normalise({"messages": value}, "messages", reduced=written)
     return [OVERWRITTEN, *messages] if keep_removals else messages
 
 
@@ -174,7 +166,7 @@ def assign_input_ids(inputs: Any) -> list[BaseMessage]:
         return []
     overwrite, value = _overwrite(update.get("messages"))
     if overwrite:
-        return _overwritten(value, keep_removals=True, written=False)
+        return _overwritten(value, keep_removals=True)
     return _normalise(update, "messages")
 
 
@@ -283,7 +275,8 @@ def output_writes(output: Any) -> list[list[BaseMessage]]:
     """Each write a node makes to ``messages``, ``RemoveMessage`` items included, in order.
 
     A node output that is a list of updates (or ``Command``) makes one write per item, which
-    LangGraph applies one after the other.
+    LangGraph applies one after the other. The output is left as written: a message-like
+    item comes back without an id (see :func:`_normalise`).
     """
     writes = [
         _normalise(update, "messages", keep_removals=True, written=True)

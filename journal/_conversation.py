@@ -50,7 +50,9 @@ __all__ = ["Conversation"]
 
 
 class _Unplaced(NamedTuple):
-    """A message written in a form the journal could not give an id (see ``_place``)."""
+    """A message written in a form the journal leaves as it is, without an id (a dict, a
+    tuple, a string, an overwrite's item): the user's (``caller`` ``"user"``) or a node's,
+    journaled under the id the state gives it (see ``_place``)."""
 
     node: Node
     message: BaseMessage
@@ -58,10 +60,11 @@ class _Unplaced(NamedTuple):
 
 
 class _Later(NamedTuple):
-    """What happened while the user's messages awaited their ids: done once they are placed."""
+    """What happened while messages written before it awaited their ids: done once they are
+    placed (or given up, see ``Conversation._give_up``)."""
 
     call: Callable[[], None]
-    ids: frozenset[str] = frozenset()  # the ids it journals: none is a placed input's
+    ids: frozenset[str] = frozenset()  # the ids it journals: none is an unplaced message's
 
 
 def _rewrites(write: Sequence[BaseMessage]) -> bool:
@@ -70,6 +73,25 @@ def _rewrites(write: Sequence[BaseMessage]) -> bool:
 
 
 _log = get_logger(__name__)
+
+
+def _applied(entry: _Unplaced, step: int | None) -> bool:
+    """Whether the state a node of superstep ``step`` reads (``None``: the root's output)
+    holds ``entry``: the user's always (written before any step), a node's once its step
+    is over."""
+    written = entry.node.step
+    return entry.caller == "user" or step is None or written is None or written < step
+
+
+def _same_message(written: BaseMessage, state_message: BaseMessage) -> bool:
+    """Whether ``state_message`` is what ``written`` became in the state (it had no id)."""
+    return (
+        state_message.type == written.type
+        and state_message.content == written.content
+        and tool_call_id_of(state_message) == tool_call_id_of(written)
+        and [c.get("id") for c in tool_calls_of(state_message)]
+        == [c.get("id") for c in tool_calls_of(written)]
+    )
 
 
 class Conversation:
@@ -81,8 +103,8 @@ class Conversation:
     ``(id, task path)`` of the messages journaled since the current superstep started;
     ``_stale`` whether ``_order`` may differ from the state's and awaits a state to check it
     against; ``_held`` the edits of the current superstep, waiting to be applied;
-    ``_deferred`` what happened while the user's messages awaited their ids — the nodes'
-    writes, a summary marker, a later run's input or update (done after them, see
+    ``_deferred`` what happened while messages written before it awaited their ids — the
+    nodes' writes, a summary marker, a later run's input or update (done after them, see
     ``_place_inputs``); ``_run`` the thread's latest root run; ``_updates`` the writes of
     ``update_state`` calls made before this journal followed a run of the thread (journaled
     with the next one).
@@ -124,10 +146,10 @@ class Conversation:
         self._stale = False  # the state's order is to be checked at the next state seen
         self._held: list[HeldWrite] = []
         self._held_step: int | None = None
-        # messages written in a form the journal could not give an id
+        # messages written without an id (left as written), and whether what comes after
+        # them waits: after a node's, or the user's the state holds without ids yet (an
+        # overwrite's) or that a later run or update follows (see _place_inputs)
         self._unplaced: list[_Unplaced] = []
-        # user messages the state holds without ids yet (an overwrite's), or unplaced when a
-        # later run or update came, and what happened meanwhile (see _place_inputs)
         self._awaiting = False
         self._deferred: list[_Later] = []
         # results a paused run held back: another journal may resume the run and store them
@@ -150,10 +172,10 @@ class Conversation:
             user.run.input_end = tail.id
         self._stale = False  # (a run checks the order at its first step: it is not synced)
         if messages and messages[0] is OVERWRITTEN:  # a rewrite, as a node's would be
-            self._give_up_inputs()  # an earlier run's unplaced ones leave the state now
+            self._give_up()  # an earlier run's unplaced ones leave the state now
             self._journal_update(user, [messages])
             return
-        if self._inputs_waiting():  # an earlier run's enter the state first
+        if self._unplaced:  # an earlier run's enter the state first
             self._awaiting = True
             ids = frozenset(m.id for m in messages if isinstance(m.id, str))
             self._deferred.append(_Later(partial(self._journal_input, user, messages), ids))
@@ -183,17 +205,17 @@ class Conversation:
         applied; ``state`` is the state it reads, ``None`` when its input is none (a
         ``Send``'s argument, the run's input): it cannot show the state's order."""
         if self._unplaced and isinstance(state, dict):
-            self._place_inputs(node.run, state.get("messages"))
+            self._place_inputs(node.run, state.get("messages"), node.step)
         new_step = node.step is not None and self._step != node.step
         # the journal's order can differ from the state's only after parallel writes, writes
         # it could not place, writes no callback told of (a cached task: see below), or
         # before this run (another journal, a graph without memory)
-        check = not node.run.synced or bool(self._unplaced)
+        check = not node.run.synced
         if new_step:
             # a later superstep: LangGraph applied the earlier one's writes
             if self._held and (self._held_step is None or node.step > self._held_step):  # type: ignore[operator]
-                self._apply_held()
-            check = check or len({p for _, p in self._fresh}) > 1
+                self._apply_held()  # (its messages without an id wait for a state)
+            check = check or bool(self._unplaced) or len({p for _, p in self._fresh}) > 1
             self._step = node.step
             self._fresh = []
             # a step's first nodes may read no state (LangGraph starts Send tasks first): the
@@ -205,7 +227,14 @@ class Conversation:
         # cache ran no callback, so its messages show only there (a cheap look first)
         if state is not None and (self._stale or (new_step and self._may_hold_unseen(state))):
             unapplied = [mid for mid, _ in self._fresh]  # written in this step so far
-            if self._resync(node.run, state, between_runs=not node.run.synced, unapplied=unapplied):
+            synced = self._resync(
+                node.run,
+                state,
+                between_runs=not node.run.synced,
+                unapplied=unapplied,
+                step=node.step,
+            )
+            if synced:
                 node.run.synced = True
         node.path = path
         base = state.get("messages") if isinstance(state, dict) else None
@@ -214,8 +243,9 @@ class Conversation:
     def node_ended(self, node: Node, written: NodeWrites) -> None:
         """A node of the root graph ended having ``written`` its output: journal the
         messages it writes."""
-        if self._awaiting:  # they enter the state after the input: journaled after it
-            self._deferred.append(_Later(partial(self.node_ended, node, written)))
+        if self._awaiting:  # they enter the state after what awaits its id: journaled after it
+            ids = frozenset(m.id for m in written.messages() if isinstance(m.id, str))
+            self._deferred.append(_Later(partial(self.node_ended, node, written), ids))
             return
         if written.removes:
             # an edit: journaled once LangGraph has applied the superstep (it may fail)
@@ -235,8 +265,11 @@ class Conversation:
     def root_finished(self, run: RunState, *, applied: bool, paused: bool, state: Any) -> None:
         """A root run ended (``paused``: for a human). ``applied``: LangGraph applied its last
         superstep's writes; ``state``: the root's output (the final state of a graph)."""
+        # the output is the state once the run's writes are applied, unless a task paused
+        # the run: then its step's writes wait for the resumed run
+        step = self._step if paused and run.task_interrupted else None
         if self._awaiting and isinstance(state, dict):  # it shows ids a write gave them
-            self._place_inputs(run, state.get("messages"))
+            self._place_inputs(run, state.get("messages"), step)
         # else (a stopped stream, a failed run) the next state seen places them, then what
         # the run wrote meanwhile: a later run's look, or its rewrite, or the journal's close
         # a step a task paused in is applied when the run resumes; at a breakpoint
@@ -255,7 +288,7 @@ class Conversation:
             # journaled now (a task's interrupt leaves its step's writes to the resumed run)
             messages = state.get("messages") if isinstance(state, dict) else None
             if isinstance(messages, list):
-                self._place_inputs(run, messages)  # applied before any step (a breakpoint)
+                self._place_inputs(run, messages, step)  # applied (a breakpoint)
                 if not run.task_interrupted:
                     self._journal_unseen(run, messages)
         else:
@@ -275,9 +308,9 @@ class Conversation:
             return
         run = self._run
         user = Node(run=run, name=run.graph, caller="user", node=None, step=None)
-        if self._inputs_waiting():  # a run's unplaced messages: they are in the state first
+        if self._unplaced:  # a run's unplaced messages: they are in the state first
             if any(_rewrites(write) for write in writes):
-                self._give_up_inputs()  # they leave it now
+                self._give_up()  # they leave it now
             else:
                 self._awaiting = True
                 ids = frozenset(
@@ -300,12 +333,13 @@ class Conversation:
         """The journal closes: journal the tool results and edits paused runs still hold.
 
         A run resumed by another journal (after a restart) cannot release them, and they are
-        already in the checkpoint's pending writes. The user's messages no state showed are
-        journaled too (see ``_give_up_inputs``).
+        already in the checkpoint's pending writes. The messages written without an id that
+        no state showed with one are journaled too (see ``_give_up``).
         """
-        self._give_up_inputs()
+        self._give_up()
         if self._held:
             self._apply_held()
+            self._give_up()  # what they write without an id
         holder, due = self._tools.closing()
         for message in due:
             if holder is not None:
@@ -371,8 +405,10 @@ class Conversation:
         if event_type is None:
             return
         run = node.run
-        if mid is None:  # its state id is known once the state is seen (see _resync)
+        if mid is None:  # its state id is known once the state is seen (see _place_inputs)
             self._unplaced.append(_Unplaced(node, message, caller))
+            # a node's later writes are journaled after it (the user's: see _place)
+            self._awaiting = self._awaiting or caller != "user"
             return
         metadata: dict[str, Any] = {
             "caller": caller,
@@ -418,9 +454,6 @@ class Conversation:
         for write in writes:
             before = list(self._order)
             self._journal_edit(AppliedEdit(user, before, apply_write(before, write)), None)
-            for message in write:  # without an id (left as the user wrote it): see _place
-                if message.id is None:
-                    self._add(user, message, "user")
 
     def _catch_up(self, run: RunState, messages: list[Any]) -> None:
         """Journal, as the user's, what the state gained outside every run this journal
@@ -472,122 +505,121 @@ class Conversation:
         for index, edit in enumerate(edits):
             self._journal_edit(edit, final if index == len(edits) - 1 else None)
 
-    def _place_inputs(self, run: RunState, messages: Any) -> None:
-        """Journal the user's messages that had no id — ``run``'s input, and an earlier
-        run's or update's still unplaced (a stream stopped before any state was seen) — from
-        a state of the run (``messages``: the state its first node reads, or its output if no
-        node told of one), before what the run adds: they enter the state first, whatever
-        step the node runs in (a resumed one, or a graph without a checkpointer that numbers
-        each run's steps anew). The last of ``run``'s placed is where its own messages start
-        (``input_end``). Other unplaced writes wait for their step.
+    def _place_inputs(self, run: RunState, messages: Any, step: int | None = None) -> None:
+        """Journal the messages written without an id that a state of the run shows
+        (``messages``: the state a node of superstep ``step`` reads, or the root's output when
+        ``step`` is ``None``) under the ids it gave them, then what waited for them: the
+        user's — ``run``'s input, and an earlier run's or update's still unplaced (a stream
+        stopped before any state was seen) — whatever step the node runs in (a resumed one,
+        or a graph without a checkpointer that numbers each run's steps anew), before what
+        the run adds: they enter the state first; and the nodes' of the supersteps before
+        ``step``, which LangGraph applied (one of the step going on waits for a later state).
+        The last of ``run``'s input placed is where its own messages start (``input_end``).
 
-        An overwrite's items get their ids only at the state's next write: until a state shows
-        them with ids, what happens meanwhile waits (see ``node_ended``, ``_deferred``), done
-        once they are placed (a later run's input it releases is placed from ``messages``
+        Until they are placed, what comes after them waits (see ``node_ended``,
+        ``_deferred``), done once they are (an overwrite's items get their ids only at the
+        state's next write; a later run's input it releases is placed from ``messages``
         too). One the state no longer holds is journaled all the same (see ``_place``)."""
         if not isinstance(messages, list):
             return  # a node that reads no messages: the next state seen places them
-        inputs: list[_Unplaced] = []
-        others: list[_Unplaced] = []
-        for entry in self._unplaced:
-            (inputs if entry.caller == "user" else others).append(entry)
-        self._awaiting = False
-        if inputs:
-            self._unplaced = others
-            own = [m.id for u, m in self._place(messages, inputs) if u.node.run is run]
-            if own:
-                run.input_end = own[-1]
-        if not self._awaiting and self._deferred:
-            self._release_deferred()
-            if self._inputs_waiting():  # a later run's input, released just now
-                self._place_inputs(run, messages)
+        while True:
+            ready: list[_Unplaced] = []
+            waiting: list[_Unplaced] = []
+            for entry in self._unplaced:
+                (ready if _applied(entry, step) else waiting).append(entry)
+            if ready:
+                self._unplaced = waiting
+                placed = self._place(messages, ready)
+                own = [m.id for u, m in placed if u.caller == "user" and u.node.run is run]
+                if own:
+                    run.input_end = own[-1]
+            # the user's not placed wait for a later state (see _place), a node's too
+            self._awaiting = bool(self._unplaced)
+            if self._awaiting or not self._deferred:
+                return
+            self._release_deferred()  # (what it writes without an id: placed next round)
 
     def _release_deferred(self) -> None:
-        """Do what waited while the user's messages awaited their ids, in its order."""
+        """Do what waited for the messages written before it, in its order; what comes after
+        one that writes a message without an id in turn waits for that one."""
         deferred, self._deferred = self._deferred, []
-        for later in deferred:
+        for index, later in enumerate(deferred):
+            if self._unplaced:
+                self._awaiting = True
+                self._deferred[:0] = deferred[index:]
+                return
             later.call()
 
-    def _inputs_waiting(self) -> bool:
-        """Whether user messages (a run's input, an update's) wait for a state to place them."""
-        return any(entry.caller == "user" for entry in self._unplaced)
-
-    def _give_up_inputs(self) -> None:
-        """Journal the user's unplaced messages that no state will show (a rewrite replaces
-        the state first, the journal closes; see ``_journal_lost``), in their order, then
-        what waited for them, then the edits that held (their runs are over)."""
-        if not self._inputs_waiting() and not self._deferred:
-            return
-        lost = [entry for entry in self._unplaced if entry.caller == "user"]
-        self._unplaced = [entry for entry in self._unplaced if entry.caller != "user"]
-        for entry in lost:
-            self._journal_lost(entry)
-        self._awaiting = False
-        self._release_deferred()
-        if self._held:
-            self._apply_held()
+    def _give_up(self) -> None:
+        """Journal the unplaced messages that no state will show with an id (a rewrite
+        replaces the state first, the journal closes; see ``_journal_lost``), in their order,
+        then what waited for them, then the edits that held (their runs are over); what
+        these write without an id is given up in turn."""
+        while self._unplaced or self._deferred:
+            lost, self._unplaced = self._unplaced, []
+            for entry in lost:
+                self._journal_lost(entry)
+            self._awaiting = False
+            self._release_deferred()
+            if self._held:
+                self._apply_held()
 
     def _journal_lost(self, entry: _Unplaced) -> None:
-        """Journal a user's message no state showed with its id: under the id its object was
-        given in place (by the state holding it: the reducer, a summarizer, as the marker
-        names it), else under one made for the journal's copy (the user's object is never
-        changed)."""
+        """Journal a message written without an id that no state showed with one: under the
+        id its object was given in place (by the state holding it: the reducer, a
+        summarizer, as the marker names it), else under one made for the journal's copy (the
+        user's or the node's object is never changed)."""
         message = entry.message
         if type(message.id) is not str:
             message = message.model_copy(update={"id": str(uuid.uuid4())})
         self._add(entry.node, message, entry.caller)
 
-    def _place(
-        self, messages: list[Any], pending: list[_Unplaced] | None = None
-    ) -> list[tuple[_Unplaced, Any]]:
-        """Journal the messages written without an id the journal could give them (all, or
-        those of ``pending``), under the id the state gave them; return each placed with
-        its state message, in the state's order.
+    def _place(self, messages: list[Any], pending: list[_Unplaced]) -> list[tuple[_Unplaced, Any]]:
+        """Journal the messages of ``pending`` (written without an id) under the id the state
+        gave them; return each placed with its state message, in the state's order.
 
-        Each is found by kind and content among the state's ids the journal has not seen (nor
-        a deferred write holds), the latest first: what was just written is nearest the end
-        of the state (after a restart an earlier message of the same text is unseen too).
-        A user's message a state with every id shows no longer (replaced before the state
-        gave it its id, by a summarizer) is journaled all the same, in its place among the
-        user's (see ``_journal_lost``)."""
-        if pending is None:
-            pending = self._unplaced
-            self._unplaced = []
+        Each is found by kind, content and tool call among the state's ids the journal has
+        not seen (nor a deferred write holds), the latest first: what was just written is
+        nearest the end of the state (after a restart an earlier message of the same text is
+        unseen too). Any of them may match: the writes of a superstep enter the state in task
+        order, not in the order the nodes ended. One a state with every id shows no longer
+        (replaced before the state gave it its id, by a summarizer) is journaled all the same,
+        in its place among ``pending`` (see ``_journal_lost``); while the state holds items
+        without ids (an overwrite's), it waits for a later state."""
         entries = list(pending)  # in the order they were written
         claimed = {mid for later in self._deferred for mid in later.ids}
+        claimed.difference_update(e.message.id for e in entries)  # (given in place: theirs)
         found: list[tuple[_Unplaced, Any]] = []
         for state_message in reversed(messages):
             if not pending:
                 break
-            written = pending[-1].message
             mid = getattr(state_message, "id", None)
             if (
-                type(mid) is str
-                and mid not in self._seen
-                and mid not in claimed
-                and getattr(state_message, "type", None) == written.type
-                and getattr(state_message, "content", None) == written.content
+                type(mid) is not str
+                or mid in self._seen
+                or mid in claimed
+                or not isinstance(state_message, BaseMessage)
             ):
-                found.append((pending.pop(), state_message))
+                continue
+            for index in range(len(pending) - 1, -1, -1):
+                if _same_message(pending[index].message, state_message):
+                    found.append((pending.pop(index), state_message))
+                    break
         waiting = any(type(getattr(m, "id", None)) is not str for m in messages)
-        if pending:
-            if waiting:
-                # an overwrite's items get their ids at the state's next write: a later
-                # state places them
-                self._unplaced[:0] = pending
-                self._awaiting = self._awaiting or any(e.caller == "user" for e in pending)
-            elif any(entry.caller != "user" for entry in pending):
-                _log.warning(
-                    "journal_messages_unplaced",
-                    count=sum(entry.caller != "user" for entry in pending),
-                )
+        if pending and waiting:
+            # an overwrite's items get their ids at the state's next write: a later state
+            # places them
+            self._unplaced[:0] = pending
+            self._awaiting = True
         found.reverse()  # in the state's order
-        placed = {id(entry): state_message for entry, state_message in found}
+        # the found fill their writers' places in the state's order, the lost keep theirs
+        in_state = iter(found)
+        placed = {id(entry) for entry, _ in found}
         for entry in entries:
-            state_message = placed.get(id(entry))
-            if state_message is not None:
-                self._add(entry.node, state_message, entry.caller)
-            elif not waiting and entry.caller == "user":
+            if id(entry) in placed:
+                writer, state_message = next(in_state)
+                self._add(writer.node, state_message, writer.caller)
+            elif not waiting:
                 self._journal_lost(entry)
         return found
 
@@ -641,6 +673,7 @@ class Conversation:
         *,
         between_runs: bool = False,
         unapplied: Sequence[str] = (),
+        step: int | None = None,
     ) -> bool:
         """Compare the journal's order of the thread's state with the state LangGraph gives a
         node (or the root's output); if they differ — the tasks of a superstep journaled in
@@ -651,7 +684,8 @@ class Conversation:
         Messages a fork brings back are not journaled again (replay keeps all it was fed).
         ``between_runs``: the first state a run's nodes read, where what changed since the
         journal's last sight of the thread was written outside its runs (see _catch_up).
-        ``unapplied``: ids journaled in the superstep going on (the state gets them after).
+        ``unapplied``: ids journaled in the superstep going on (the state gets them after);
+        ``step``: that superstep (``None``: the root's output, every write applied).
         Messages of the run no callback told of are journaled first. Returns whether ``state``
         held the messages to compare.
         """
@@ -662,8 +696,7 @@ class Conversation:
             return False
         self._stale = False
         if self._unplaced:
-            self._place_inputs(run, messages)
-            self._place(messages)
+            self._place_inputs(run, messages, step)
         self._journal_unseen(run, messages)  # the run's own, after its input
         if not self._checked or (between_runs and self._checked):
             # the first state this journal sees of the thread, or the first of a run: what
@@ -752,3 +785,5 @@ class Conversation:
                 self._order[mid] = None  # journaled again only if it changed (the writer)
             self._add(node, message, str(node.caller or "agent"), replace=True)
         self._order = dict.fromkeys(target)
+        for message in outcome.unplaced:  # left as written: journaled once a state shows it
+            self._add(node, message, str(node.caller or "agent"))

@@ -10,7 +10,7 @@ with :func:`apply_write` what it did to the state and journals that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.messages import BaseMessage, RemoveMessage
@@ -59,6 +59,8 @@ class Outcome:
     removed: list[str]  # ids that were in the state before and are not after, in state order
     order: list[str]  # the state's ids after the write
     messages: list[BaseMessage]  # the write's messages now in the state (new or replacing)
+    # the write's messages without an id, which enter the state under ids its reducer gives
+    unplaced: list[BaseMessage] = field(default_factory=list)
 
 
 _ORDER_KEYS: dict[tuple[Any, tuple[type, ...]], str] = {}  # (task path, its parts' types) -> key
@@ -111,17 +113,19 @@ def apply_write(state: Sequence[str], write: Sequence[BaseMessage]) -> Outcome:
     means the journal did not know the message (e.g. it predates the process): it counts as
     removed rather than failing.
     """
-    write = [m for m in write if m.id is not None]  # an unplaced message: see _resync
     cut = None
     for index, message in enumerate(write):
         if _is_removal(message) and message.id == REMOVE_ALL_MESSAGES:
             cut = index
+    entering = write if cut is None else write[cut + 1 :]
+    unplaced = [m for m in entering if m.id is None and not _is_removal(m)]
+    write = [m for m in write if m.id is not None]  # an unplaced message: see Outcome
     if cut is not None:
-        kept = [m for m in write[cut + 1 :] if not _is_removal(m)]
+        kept = [m for m in entering if m.id is not None and not _is_removal(m)]
         order = [str(m.id) for m in kept]
         after = set(order)
         removed = [i for i in state if i not in after]
-        return Outcome(rewrite=True, removed=removed, order=order, messages=kept)
+        return Outcome(rewrite=True, removed=removed, order=order, messages=kept, unplaced=unplaced)
     merged = list(state)
     position = {mid: n for n, mid in enumerate(merged)}
     to_remove: set[str] = set()
@@ -146,7 +150,9 @@ def apply_write(state: Sequence[str], write: Sequence[BaseMessage]) -> Outcome:
     removed.extend(mid for mid in dict.fromkeys(unknown) if mid not in before)
     order = [mid for mid in merged if mid not in to_remove]
     messages = [m for mid, m in written.items() if mid not in to_remove]
-    return Outcome(rewrite=False, removed=removed, order=order, messages=messages)
+    return Outcome(
+        rewrite=False, removed=removed, order=order, messages=messages, unplaced=unplaced
+    )
 
 
 @dataclass(slots=True)
