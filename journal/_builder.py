@@ -3,7 +3,7 @@
 :class:`BatchBuilder` is the building half of :class:`journal._writer.Writer` (writer thread
 only, and ``Writer``'s close under its lock): it computes each item's content (a
 :class:`journal._queued.Lazy` or a settled :class:`journal._queued.Later`), checks the event
-once, gives it its final ``event_id`` (:func:`journal.events.new_event_id`, a millisecond's
+once, gives it its final ``event_id`` (:func:`journal._ids.new_event_ids`, a millisecond's
 ids in sequence) and hands the batch over as
 :class:`journal._batch.KnownEvents` with what is known of each content and metadata.
 """
@@ -11,10 +11,12 @@ ids in sequence) and hands the batch over as
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from datetime import timedelta as _timedelta
 from typing import Final
 
 from journal._batch import Hint, KnownEvents
+from journal._ids import new_event_ids
 from journal._kinds import combined_kind
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
@@ -23,7 +25,6 @@ from journal.events import (
     CATEGORIES,
     NewEvent,
     construct,
-    new_event_id,
     validate_event_type,
     validate_id,
 )
@@ -47,7 +48,7 @@ class BatchBuilder:
         self._dropped = dropped
         self._built = built
         self._good_ids: set[str] = set()
-        self._good_types: set[tuple[str, str]] = set()
+        self._good_types: dict[str, str] = {}  # event type -> its category, checked
 
     def build(self, batch: list[Pending]) -> KnownEvents:
         """Turn queued items into the store's events, with their final ``event_id``.
@@ -65,9 +66,10 @@ class BatchBuilder:
         events = KnownEvents(handed_over=True)
         add, built = events.add, self._built
         good_ids, good_types = self._good_ids, self._good_types
+        next_id = iter(new_event_ids(len(batch))).__next__  # (an item dropped leaves one unused)
         for p in batch:
-            content = p.content
-            metadata = p.metadata
+            # one unpacking: a field of a named tuple read by name costs a call each
+            thread_id, run_id, category, event_type, content, metadata, created_us, _ = p
             metadata_kind = p.metadata_kind  # NOT_PLAIN: not known
             content_kind = NOT_PLAIN
             text: str | None = None
@@ -76,8 +78,8 @@ class BatchBuilder:
                 try:
                     content = content.func(*content.args) if kind is Lazy else content.build()
                 except Exception:  # a broken object must not stop the writer
-                    _log.warning("journal_event_invalid", run_id=p.run_id, count=1)
-                    self._dropped(p.run_id, 1)
+                    _log.warning("journal_event_invalid", run_id=run_id, count=1)
+                    self._dropped(run_id, 1)
                     continue
                 if content is SKIP:
                     continue
@@ -91,9 +93,9 @@ class BatchBuilder:
             metadata_hint: Hint = metadata_kind
             try:
                 if (
-                    p.thread_id not in good_ids
-                    or p.run_id not in good_ids
-                    or (p.category, p.event_type) not in good_types
+                    thread_id not in good_ids
+                    or run_id not in good_ids
+                    or good_types.get(event_type) != category
                 ):
                     self._check(p)
                 if content_kind:  # made by the writer of plain values, of that kind
@@ -101,25 +103,27 @@ class BatchBuilder:
                 elif text is None:
                     content, content_hint = jsonable_with_kind(content)
                 else:  # a message, encoded for its digest: its text is the store's text
-                    content, content_hint = dict(content), text
+                    content_hint = text  # (its content a dict of its own, else copied)
+                    if type(content) is not dict:
+                        content = dict(content)
                 if not metadata_kind:  # else the journal's own, of that kind by making
                     metadata, metadata_hint = jsonable_with_kind(metadata)
                     if type(metadata) is not dict:
                         raise TypeError("metadata must be a mapping")
             except (ValueError, TypeError):
-                _log.warning("journal_event_rejected", run_id=p.run_id, event_type=p.event_type,
+                _log.warning("journal_event_rejected", run_id=run_id, event_type=event_type,
                              count=1)  # fmt: skip
-                self._dropped(p.run_id, 1)
+                self._dropped(run_id, 1)
                 continue
             values = {
-                "event_id": new_event_id(),
-                "thread_id": p.thread_id,
-                "run_id": p.run_id,
-                "category": p.category,
-                "event_type": p.event_type,
+                "event_id": next_id(),
+                "thread_id": thread_id,
+                "run_id": run_id,
+                "category": category,
+                "event_type": event_type,
                 "content": content,
                 "metadata": metadata,
-                "created_at": _EPOCH + timedelta(microseconds=p.created_us),
+                "created_at": _EPOCH + _timedelta(0, 0, created_us),
             }
             event = construct(NewEvent, values)
             add(event, content_hint, metadata_hint)
@@ -136,9 +140,8 @@ class BatchBuilder:
                 good.clear()
             good.add(validate_id(p.thread_id, "thread_id"))
             good.add(validate_id(p.run_id, "run_id"))
-        pair = (p.category, p.event_type)
-        if pair not in self._good_types:
+        if self._good_types.get(p.event_type) != p.category:
             if p.category not in CATEGORIES:
                 raise ValueError(f"category {p.category!r} is unknown")
             validate_event_type(p.category, p.event_type)
-            self._good_types.add(pair)
+            self._good_types[p.event_type] = p.category

@@ -53,6 +53,8 @@ class Extra(NamedTuple):
 
     ``text``: the canonical text of ``content`` (``journal.encoding.dumps_plain`` of it, never
     anything else) when the builder encoded it already, so that the store does not again.
+    Content with its text, when it is a ``dict``, becomes the event's content as it is (no
+    one else may hold it); any other mapping is copied into one.
     """
 
     content: Any

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from journal._kinds import scalars_kind
-from journal.encoding import NOT_PLAIN, Plain, dumps_plain
+from journal.encoding import NOT_PLAIN, Plain, dumps, dumps_plain, encode_plain
 
 if TYPE_CHECKING:  # reading digests must not load LangChain
     from langchain_core.messages import BaseMessage
@@ -52,6 +52,7 @@ CONTEXT_KEY: Final = "context"
 #: A record is whole at least once in this many calls of one caller of a thread.
 KEYFRAME_EVERY: Final = 32
 _THREADS: Final = 1024
+_blake2b: Final = hashlib.blake2b
 
 Entry = tuple[str | None, str]  # (message id, digest)
 
@@ -65,7 +66,18 @@ def _encoded_digest(content: Any) -> tuple[str, str]:
     """The canonical text of ``content`` and its :func:`content_digest` (the text is kept:
     it is the text the store would encode again)."""
     text = dumps_plain(content)
-    return text, hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    return text, _text_digest(text)
+
+
+def _text_digest(text: str) -> str:
+    """The digest of a stored message whose canonical text is ``text``."""
+    return _blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _kind_text(content: Any, kind: int) -> str:
+    """:func:`journal.encoding.dumps_plain` of ``content``, whose ``plain_kind`` is ``kind``
+    (known: not walked again)."""
+    return encode_plain(content, kind) if kind else dumps(content)
 
 
 def stored_digest(content: Any, metadata: dict[str, Any]) -> str:
@@ -190,6 +202,33 @@ def _unchanged_prefix(
     return k
 
 
+def _grown(
+    last: _LastCall, messages: Sequence[BaseMessage], log: list[str]
+) -> tuple[int, list[Any], list[str | None]] | None:
+    """When ``messages`` begin with the whole prompt ``last`` received, unchanged (what
+    :func:`_unchanged_prefix` finds in its first pass): its length, and each message's content
+    object and id now; else ``None``.
+
+    The usual call of a conversation that grows: each message's content and id are read once,
+    the prompt's own compared as they are read (no copies of it), and the contents ``last``
+    holds are those of its messages now.
+    """
+    prev = last.messages
+    n = len(prev)
+    if (
+        n > len(messages)
+        or n != len(last.ids)
+        or (len(log) != last.logged and not set(log[last.logged :]).isdisjoint(last.ids))
+        or not all(map(operator.is_, messages, prev))  # (map stops at the shorter)
+        or not all(map(operator.is_, map(_CONTENT, messages), last.contents))
+    ):
+        return None
+    ids: list[str | None] = list(map(_ID, messages))
+    if ids[:n] != last.ids:
+        return None
+    return n, [*last.contents, *map(_CONTENT, messages[n:])], ids
+
+
 def expand_record(record: dict[str, Any], earlier: Mapping[str, list[Entry]]) -> list[Entry] | None:
     """The full ``(id, digest)`` list of a record; ``earlier``: the expanded records of earlier
     calls by ``llm_run_id``. ``None`` when a delta's base is not among them."""
@@ -239,9 +278,10 @@ class ContextIndex:
         capacity: int = _THREADS,
         stored_digests: Callable[[str], Collection[str] | None] | None = None,
     ) -> None:
-        from journal.messages import message_to_content
+        from journal.messages import message_to_content, message_to_plain
 
         self._to_content = message_to_content
+        self._to_plain = message_to_plain
         self._stored_digests = stored_digests
         self._capacity = capacity
         self._threads: OrderedDict[str, _ThreadIndex] = OrderedDict()
@@ -272,8 +312,8 @@ class ContextIndex:
     def message_event(
         self, thread_id: str, message: BaseMessage, replacement: bool
     ) -> tuple[dict[str, Any], str, str] | None:
-        """The stored form, digest and canonical text (``dumps_plain`` of the stored form) of
-        a ``message.*`` event's message.
+        """The stored form (a ``dict`` of its own, no one else's), digest and canonical text
+        (``dumps_plain`` of the stored form) of a ``message.*`` event's message.
 
         ``replacement``: the id is already journaled; ``None`` when the message did not change
         (nothing to journal).
@@ -284,8 +324,9 @@ class ContextIndex:
             known = index.journaled.get(mid)
             if known is not None and known.matches(message):
                 return None
-        content = self._to_content(message)
-        text, digest = _encoded_digest(content)
+        content, kind = self._to_plain(message)  # a dict of its own: the event's content
+        text = _kind_text(content, kind)
+        digest = _text_digest(text)
         if replacement:
             known = index.journaled.get(mid)
             if known is not None and known.digest == digest:
@@ -306,11 +347,17 @@ class ContextIndex:
         index = self._thread(thread_id)
         journaled, recent = index.journaled, index.recent
         last = index.calls.get(caller)
-        contents = list(map(_CONTENT, messages))
-        ids: list[str | None] = list(map(_ID, messages))
         # the messages this caller's previous call received, unchanged since, have the same
         # entries (their digests were taken then): only what follows is looked at
-        reused = 0 if last is None else _unchanged_prefix(last, messages, contents, ids, index.log)
+        grown = None if last is None else _grown(last, messages, index.log)
+        if grown is not None:
+            reused, contents, ids = grown
+        else:
+            contents = list(map(_CONTENT, messages))
+            ids = list(map(_ID, messages))
+            reused = (
+                0 if last is None else _unchanged_prefix(last, messages, contents, ids, index.log)
+            )
         entries: list[Entry] = last.entries[:reused] if last is not None else []
         inline: dict[str, Any] = {}
         for message in messages[reused:] if reused else messages:

@@ -10,9 +10,15 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from journal.encoding import plain
+from journal.encoding import jsonable_with_kind, plain
 
-__all__ = ["MESSAGE_EVENT_TYPES", "content_to_message", "message_event_type", "message_to_content"]
+__all__ = [
+    "MESSAGE_EVENT_TYPES",
+    "content_to_message",
+    "message_event_type",
+    "message_to_content",
+    "message_to_plain",
+]
 
 #: LangChain message ``type`` -> the ``message.*`` event type that records it.
 MESSAGE_EVENT_TYPES: Final = {
@@ -27,6 +33,14 @@ def message_to_content(message: BaseMessage) -> dict[str, Any]:
     """The stored form of ``message`` (plain JSON data; encoding it again costs nothing)."""
     content: dict[str, Any] = plain(message_to_dict(message))
     return content
+
+
+def message_to_plain(message: BaseMessage) -> tuple[dict[str, Any], int]:
+    """The stored form of ``message`` (what :func:`message_to_content` holds, as a ``dict`` of
+    its own) and its :func:`journal.encoding.plain_kind`, for a caller that encodes it now:
+    no :class:`journal.encoding.Plain` copy of it is made."""
+    content, kind = jsonable_with_kind(message_to_dict(message))
+    return content, kind
 
 
 def content_to_message(content: Any) -> BaseMessage:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from journal.digests import ContextIndex, expand_record, message_digest
+from journal.digests import ContextIndex, _grown, _unchanged_prefix, expand_record, message_digest
+from journal.encoding import dumps, dumps_plain
+from journal.messages import message_to_content, message_to_plain
 
 # one operation on a growing conversation, before the next model call
 OPS = st.lists(
@@ -50,3 +53,85 @@ def test_every_record_expands_to_the_exact_prompt(ops: list[tuple[str, int]]) ->
         entries = expand_record(record, expanded)
         assert entries == [(m.id, message_digest(m)) for m in prompt]
         expanded[run_id] = entries
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS)
+def test_a_grown_prompt_is_found_as_the_full_look_finds_it(ops: list[tuple[str, int]]) -> None:
+    """The quick look at a prompt that begins with the whole previous one (each message's
+    content and id read once) finds what the full look finds: the same reused count, contents
+    and ids, or nothing where the full look reuses less."""
+    index = ContextIndex()
+    state: list[BaseMessage] = [HumanMessage("start", id="h0")]
+    for n, (op, arg) in enumerate(ops):
+        if op == "grow":
+            state.append(AIMessage(f"message {n}", id=f"m{n}"))
+        elif op == "journal" and state:
+            index.message_event("t", state[arg % len(state)], replacement=True)
+        elif op == "edit" and state:
+            state[arg % len(state)].content = f"edited {n}"
+        elif op == "copy" and state:
+            i = arg % len(state)
+            state[i] = state[i].model_copy(deep=True)
+        elif op == "drop" and len(state) > 1:
+            del state[arg % len(state)]
+        elif op == "call_other" and state:
+            state[arg % len(state)].id = f"renamed {n}"  # an id changed in place
+        prompt = list(state)
+        thread = index._threads.get("t")
+        last = thread.calls.get("agent") if thread is not None else None
+        if last is not None:
+            contents = [m.content for m in prompt]
+            ids = [m.id for m in prompt]
+            full = _unchanged_prefix(last, prompt, contents, ids, thread.log)  # type: ignore[union-attr]
+            grown = _grown(last, prompt, thread.log)  # type: ignore[union-attr]
+            if grown is None:
+                assert full < len(last.messages) or len(last.ids) != len(last.messages)
+            else:
+                assert grown[0] == full == len(last.messages)
+                assert all(map(operator.is_, grown[1], contents)) and len(grown[1]) == len(prompt)
+                assert grown[2] == ids
+        index.call_record("t", "agent", f"call{n}", prompt)
+
+
+_ODD_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=4)
+    | st.sampled_from(["\ud800", "é", 2**70, 2**7000, float("nan"), -0.0, 1e-07, 1e16]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=2) | st.sampled_from(["\udfff", "é"]), inner, max_size=3)
+        | st.tuples(inner)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from([HumanMessage, AIMessage, ToolMessage]),
+    text=st.text(max_size=6) | st.sampled_from(["a\ud800", "ü"]),
+    blocks=st.booleans(),
+    extra=st.dictionaries(st.text(max_size=3) | st.just("\ud800"), _ODD_VALUES, max_size=3),
+)
+def test_a_message_event_is_the_stored_form_and_its_canonical_text(
+    kind: type[BaseMessage], text: str, blocks: bool, extra: dict[str, Any]
+) -> None:
+    """A message event's content, digest and text are ``message_to_content``'s stored form
+    (as a dict of its own), its digest and ``dumps_plain`` of it, whatever the message holds
+    (lone surrogates, odd floats, big ints, tuples, odd keys)."""
+    content: Any = [{"type": "text", "text": text}] if blocks else text
+    args: dict[str, Any] = {"tool_call_id": "c1"} if kind is ToolMessage else {}
+    message = kind(content, id="m1", additional_kwargs=extra, **args)
+    expected = message_to_content(message)
+    stored, plain_kind_of = message_to_plain(message)
+    assert type(stored) is dict and stored == dict(expected)
+    assert plain_kind_of == expected.kind
+    event = ContextIndex().message_event("t", message, replacement=False)
+    assert event is not None
+    assert event[0] == dict(expected)
+    assert event[2] == dumps_plain(expected) == dumps(expected)
+    assert event[1] == message_digest(message)

@@ -45,3 +45,18 @@ def test_ids_of_one_millisecond_step_by_random_amounts() -> None:
     }
     assert steps and all(0 < step <= 2**16 for step in steps)
     assert len(steps) > len(ids) // 4  # random, not a fixed increment
+
+
+def test_ids_made_at_once_are_the_ids_made_one_by_one() -> None:
+    """A batch of ids (``new_event_ids``) has the form, order and steps of ids made one after
+    the other, and the thread's sequence goes on after it as after those."""
+    from journal._ids import new_event_ids
+
+    ids = [new_event_id(), *new_event_ids(3000), new_event_id(), *new_event_ids(0)]
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(p.version == 7 and p.variant == uuid.RFC_4122 and str(p) == i
+               for p, i in zip(parsed, ids, strict=True))  # fmt: skip
+    assert all(a < b for a, b in itertools.pairwise(ids))
+    steps = {b.int - a.int for a, b in itertools.pairwise(parsed) if a.int >> 48 == b.int >> 48}
+    assert steps and all(0 < step <= 2**16 for step in steps)
+    assert len(set(ids)) == len(ids)
