@@ -333,13 +333,14 @@ class Conversation:
         """The journal closes: journal the tool results and edits paused runs still hold.
 
         A run resumed by another journal (after a restart) cannot release them, and they are
-        already in the checkpoint's pending writes. The messages written without an id that
-        no state showed with one are journaled too (see ``_give_up``).
+        already in the checkpoint's pending writes. What waited for messages written without
+        an id is journaled; those no state showed with an id are left to the thread's next
+        look (see ``_give_up``).
         """
-        self._give_up()
+        self._give_up(closing=True)
         if self._held:
             self._apply_held()
-            self._give_up()  # what they write without an id
+            self._give_up(closing=True)  # what they write without an id
         holder, due = self._tools.closing()
         for message in due:
             if holder is not None:
@@ -550,19 +551,31 @@ class Conversation:
                 return
             later.call()
 
-    def _give_up(self) -> None:
+    def _give_up(self, *, closing: bool = False) -> None:
         """Journal the unplaced messages that no state will show with an id (a rewrite
-        replaces the state first, the journal closes; see ``_journal_lost``), in their order,
-        then what waited for them, then the edits that held (their runs are over); what
-        these write without an id is given up in turn."""
+        replaces the state first; see ``_journal_lost``), in their order, then what waited
+        for them, then the edits that held (their runs are over); what these write without
+        an id is given up in turn.
+
+        ``closing``: the journal closes, and the thread may go on with another journal. A
+        message whose object no state gave an id may be in the checkpoint under one this
+        journal never saw (a stream stopped before any node read the state, a client gone):
+        the next journal's first look journals it under that id (see ``_catch_up``), so it
+        is not journaled here under one of this journal's (it would show twice)."""
+        left = 0
         while self._unplaced or self._deferred:
             lost, self._unplaced = self._unplaced, []
             for entry in lost:
-                self._journal_lost(entry)
+                if closing and type(entry.message.id) is not str:
+                    left += 1
+                else:
+                    self._journal_lost(entry)
             self._awaiting = False
             self._release_deferred()
             if self._held:
                 self._apply_held()
+        if left:
+            _log.warning("journal_messages_unplaced", count=left, left_to="next_look")
 
     def _journal_lost(self, entry: _Unplaced) -> None:
         """Journal a message written without an id that no state showed with one: under the

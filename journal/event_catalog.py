@@ -165,9 +165,15 @@ edit), so replay is exact either way. To journal an edit for sure, write the mes
                      writer reads the thread's stored state (or, for such a result, its
                      stored messages) first, counting what it writes before in the same
                      batch. A run this journal resumes itself releases its results unread.
-                     An update's message-like item without an id (a dict, a tuple, a string:
-                     the user's values are not changed) is journaled once a run's state shows
-                     the id LangGraph gave it.
+                     A message-like item without an id (a dict, a tuple, a string) in a
+                     run's input, an update or a node's output — the user's and the node's
+                     objects are never changed — is journaled once a state shows the id
+                     LangGraph gave it, before what was written after it; one that left the
+                     state before any state showed it an id (an overwrite's item a
+                     summarizer replaced at once, one the next overwrite replaces) under an
+                     id made for the journal's copy. At close, one no state showed with an
+                     id is left to the thread's next look (the checkpoint may hold it under
+                     an id this journal never saw; logged ``journal_messages_unplaced``).
                      Not journaled: a cached task's write that replaces a message of the
                      state in place, and one a run without input messages (a resume) shows
                      only at its first look at the state.

@@ -363,14 +363,25 @@ async def test_overwriting_streams_stopped_after_their_first_node_keep_their_ite
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_an_overwriting_stream_stopped_after_its_first_node_is_journaled_at_close(
+async def test_an_overwriting_stream_stopped_after_its_first_node_is_journaled_by_the_next_journal(
     tmp_path: Path, mode: str
 ) -> None:
-    """A stopped overwriting stream no later run follows: the journal's close journals its
-    items (under ids of its own: no state showed LangGraph's), then its node's answer."""
+    """A stopped overwriting stream, then the journal closes: its node's answer is journaled,
+    its items are left to the next journal (the checkpoint holds them under ids no state
+    showed this one), which journals them once, under those ids."""
     store = SqliteEventStore(tmp_path / "j.db")
+    graph = two_nodes()
     with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
-        thread = Thread(two_nodes(), mode, journal)
-        await stop_after_first_chunk(thread, {"messages": Overwrite(ITEMS["mixed"])})
-    assert shapes(replay(store, THREAD, view="state")) == shapes(thread.state())
-    assert timeline(store) == [("human", "hi"), ("human", "and you?"), ("ai", "answer to 2")]
+        await stop_after_first_chunk(
+            Thread(graph, mode, journal), {"messages": Overwrite(ITEMS["mixed"])}
+        )
+    assert timeline(store) == [("ai", "answer to 2")]
+    with RunJournal(store, spool_path=tmp_path / "spool2.jsonl") as journal:
+        thread = Thread(graph, mode, journal)
+        await thread.run({"messages": [("user", "next")]})
+        assert journal.flush(10)
+    state = thread.state()
+    assert shapes(replay(store, THREAD, view="state")) == shapes(state)
+    journaled_ids = [e.content["data"]["id"] for e in store.read(THREAD, category="message")
+                     if e.event_type != "message.remove"]  # fmt: skip
+    assert sorted(journaled_ids) == sorted(m.id for m in state)

@@ -483,3 +483,36 @@ def test_turns_spooled_between_another_journals_are_stored_once(tmp_path: Path) 
         if e.category == "message" and e.event_type != "message.remove"
     ]
     assert len(stored) == len(set(stored)) == 8
+
+
+def stop_at_first_values(graph: Any, payload: Any, thread: str, journal: RunJournal) -> None:
+    """Stream a run and stop it at its first ``values`` chunk (the input, before any node)."""
+    config = {"configurable": {"thread_id": thread}, "callbacks": [journal]}
+    for _ in graph.stream(payload, config, stream_mode="values"):
+        break
+
+
+@pytest.mark.parametrize("stops", [1, 2])
+@pytest.mark.parametrize("form", ["tuple", "str"])
+def test_inputs_of_streams_stopped_before_any_node_are_journaled_once_after_a_restart(
+    tmp_path: Path, form: str, stops: int
+) -> None:
+    """Runs stopped before any node read the state, then the journal closes (one journal a
+    request): the checkpoint holds their inputs under ids no state showed the journal, so
+    its close journals no copy of its own; the next journal journals each once, under
+    LangGraph's id."""
+    graph = graph_of("model", checkpointer=InMemorySaver())
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        for n in range(stops):
+            text = f"stopped {n}"
+            stop_at_first_values(
+                graph, {"messages": [("user", text) if form == "tuple" else text]}, "t", journal
+            )
+    with RunJournal(store, spool_path=tmp_path / "spool2.jsonl") as journal:
+        run(graph, {"messages": [("user", "next")]}, "t", journal, "sync")
+    assert_replayed(store, graph, "t")
+    state = graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"]
+    journaled = [e.content["data"]["id"] for e in store.read("t", category="message")
+                 if e.event_type != "message.remove"]  # fmt: skip
+    assert sorted(journaled) == sorted(m.id for m in state)
