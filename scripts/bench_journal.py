@@ -43,6 +43,7 @@ import asyncio
 import gc
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,6 +58,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from pydantic import PrivateAttr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's journal
 
 from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
 from journal._batch import KnownEvents

@@ -42,6 +42,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's journal
 from bench_journal import make_agent, run_config
 
 from journal import MemoryEventStore, RunJournal, SqliteEventStore
