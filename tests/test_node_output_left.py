@@ -34,6 +34,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, Overwrite
 
+from history import replay
 from journal import RunJournal, SqliteEventStore
 from tests.fakes import ScriptedChatModel, ai, call
 from tests.test_overwritten_input import (
@@ -421,3 +422,38 @@ async def test_an_edit_with_dict_messages_is_left_as_written(tmp_path: Path, mod
     state = thread.state()
     assert shapes(state) == shapes(truth)
     assert_replayed(store, state)
+
+
+def double_checking(model: ScriptedChatModel) -> Any:
+    """START -> a node that asks the model again with a new question (no id) and returns the
+    question and the answer -> END: LangGraph gives the question its id after the call."""
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        question = HumanMessage("please double-check")
+        return {"messages": [question, model.invoke([*state["messages"], question])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", node)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_message_sent_without_an_id_is_recorded_as_sent(tmp_path: Path, mode: str) -> None:
+    """A model call's record keeps a prompt message without an id as sent, though the node
+    returns that message and it has its id before the writer builds the record."""
+    model = ScriptedChatModel(lambda messages: ai(f"answer after {len(messages)}"))
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        thread = Thread(double_checking(model), mode, journal)
+        for question in QUESTIONS:
+            await thread.run(question)
+        assert journal.flush(10)
+    starts = store.read(THREAD, event_type="llm.start")
+    assert len(starts) == len(model.calls) == 2
+    for start, sent in zip(starts, model.calls, strict=True):
+        replayed = replay(store, THREAD, upto_seq=start.seq, view="model")
+        assert [(m.type, m.id, m.content) for m in replayed] == [
+            (m.type, m.id, m.content) for m in sent
+        ]
