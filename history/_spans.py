@@ -21,7 +21,9 @@ missing or 0) and short excerpts of arguments and outputs. Node and subagent spa
 children; a node step the run's ``run.error`` names as the one that raised is an error.
 ``errors`` counts each failure once: the error spans with no error span under them. A
 response is bounded: at most ``limit`` spans and about ``max_bytes`` bytes
-(``truncated``/``size_limited`` say so), from at most ``READ_BUDGET`` events.
+(``truncated``/``size_limited`` say so), from at most ``READ_BUDGET`` events. ``last_seq`` is
+the thread's last seq when the reads began: whoever follows the run's stream from it misses
+no event the spans do not show (and may see again some they do).
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def spans_plan(
     thread_id: str, run_id: str, *, limit: int = 2000, max_bytes: int = 4 * 1024 * 1024
 ) -> Plan[dict[str, Any]]:
     """Plan: the spans of ``run_id`` in ``thread_id`` (see the module docstring)."""
-    if (yield LastSeq(thread_id)) == 0:
+    last_seq: int = yield LastSeq(thread_id)
+    if last_seq == 0:
         raise ThreadNotFoundError(thread_id)
     lifecycle: list[RunEvent] = yield Read(
         thread_id, {"run_id": run_id, "category": "lifecycle", "limit": _PAGE}
@@ -161,6 +164,7 @@ def spans_plan(
         "spans": spans,
         "truncated": tree.truncated,
         "size_limited": tree.size_limited,
+        "last_seq": last_seq,  # the thread's, before the reads: a follower starts after it
     }
 
 

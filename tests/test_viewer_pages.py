@@ -586,3 +586,40 @@ def test_run_strip_pages_back_and_follows_a_running_run(page: Any, served: Serve
     assert chip.get_attribute("data-total-tokens") == "55"
     # the live update kept the older page that was loaded, in order
     assert page.eval_on_selector_all(".run-chip", "els => els.map(e => e.dataset.run)") == shown
+
+
+def test_a_running_run_misses_no_event_written_before_its_stream_connects(
+    page: Any, served: Served
+) -> None:
+    """Events written after the run page read its spans but before its live stream connected
+    still update it: the stream follows from the seq the spans were read at."""
+    store = served.rich.store
+    md = {"caller": "agent", "langgraph_node": "model", "langgraph_step": 1, "llm_run_id": "L1"}
+    store.append([ev("gap-run", category="lifecycle"), ev("gap-run", metadata=md)])
+    held: list[Any] = []
+    holding = [True]
+
+    def hold(route: Any) -> None:
+        if holding[0]:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/api/threads/gap-run/stream*", hold)
+    page.goto(f"{served.url}/threads/gap-run#run-r1")
+    page.wait_for_selector(".page-title .tag.status.running")
+    for _ in range(100):  # the run view's own stream (the thread view may follow one too)
+        if any("run_id=" in route.request.url for route in held):
+            break
+        page.wait_for_timeout(50)
+    assert any("run_id=" in route.request.url for route in held), "no live stream of the run"
+    store.append(
+        [
+            ev("gap-run", event_type="llm.end", metadata=md),
+            ev("gap-run", category="lifecycle", event_type="run.end", content={"status": "ok"}),
+        ]
+    )
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    page.wait_for_selector(".page-title .tag.status.success", timeout=10_000)

@@ -167,6 +167,10 @@ class RunSpans(BaseModel):
     spans: list[Span]
     truncated: bool = Field(description="The run has more spans than returned.")
     size_limited: bool = Field(description="Spans stopped at the response's byte bound.")
+    last_seq: int = Field(
+        description="The thread's last seq when the spans were read: a follower of the run's "
+        "stream from it (after_seq) misses no event they do not show."
+    )
 
 
 class CallPoint(TokenUsage):

@@ -44,7 +44,9 @@ export class RunView {
     await this.load();
     if (selectSeq !== null && selectSeq !== undefined) this.selectSeq(selectSeq);
     if (this.body.status === "running") {
-      this.stopStream = followStream(this.base, null, { run_id: this.runId },
+      // from the seq the spans were read at: an event written since (before the stream
+      // connects) still refreshes the view
+      this.stopStream = followStream(this.base, this.body.last_seq ?? null, { run_id: this.runId },
         () => this.refresh(), this.setLive);
     }
   }
