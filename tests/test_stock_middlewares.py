@@ -8,7 +8,8 @@ call limits end the run or answer calls with errors, the to-do list adds a tool 
 state, context editing clears old tool results from the model's request. After the runs the
 journal's state view equals the checkpoint, every agent model call replays exactly what the
 model received, ``verify`` agrees, and the timeline marks each compaction the stock
-summarization made.
+summarization made. The same holds for a structured answer through a tool (``ToolStrategy``:
+the model node writes the call and its result, and a malformed answer is retried).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from uuid import UUID
 import pytest
 from langchain.agents import create_agent
 from langchain.agents import middleware as mw
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel
 
 from history import build_timeline, replay, verify
 from journal import RunJournal, SqliteEventStore
@@ -164,15 +167,44 @@ SETUPS: dict[str, Setup] = {
 }
 
 
-def run_thread(tmp_path: Path, setup: Setup, mode: str) -> tuple[Any, Any, Prompts, str]:
-    """Three questions on one thread through ``setup``'s agent; the agent, its store, the
-    prompts its model calls received, and the thread."""
+class Weather(BaseModel):
+    """The structured answer."""
+
+    city: str
+    degrees: int
+
+
+def weather_model() -> ScriptedChatModel:
+    """Calls ``add`` after a question, then answers through the ``Weather`` tool: first
+    without ``degrees`` (malformed: LangChain answers the call with an error and asks again),
+    then whole."""
+
+    def step(messages: list[BaseMessage]) -> Any:
+        if messages[-1].type == "human":
+            return ai("", call("add", a=1, b=2))
+        if sum(1 for m in messages if m.type == "ai") % 2 == 1:
+            return ai("", call("Weather", city="Oslo"))
+        return ai("", call("Weather", city="Oslo", degrees=21))
+
+    return ScriptedChatModel(step)
+
+
+def run_thread(
+    tmp_path: Path, setup: Setup, mode: str, **options: Any
+) -> tuple[Any, Any, Prompts, str]:
+    """Three questions on one thread through ``setup``'s agent (``options``: more of
+    ``create_agent``'s); the agent, its store, the prompts its model calls received, and the
+    thread."""
     store = SqliteEventStore(tmp_path / "journal.db")
     journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl")
     prompts = Prompts()
     model, middleware = setup()
     agent = create_agent(
-        model, tools(), middleware=[*middleware, summarization()], checkpointer=InMemorySaver()
+        model,
+        tools(),
+        middleware=[*middleware, summarization()],
+        checkpointer=InMemorySaver(),
+        **options,
     )
     thread = "stock"
     config: Any = {
@@ -191,14 +223,9 @@ def run_thread(tmp_path: Path, setup: Setup, mode: str) -> tuple[Any, Any, Promp
     return agent, store, prompts, thread
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("name", list(SETUPS))
-def test_a_stock_middleware_keeps_replay_verify_and_markers_right(
-    tmp_path: Path, name: str, mode: str
-) -> None:
+def assert_journal_follows(agent: Any, store: Any, prompts: Prompts, thread: str) -> None:
     """Replay's state equals the checkpoint, each agent call replays as sent, verify agrees,
     and each stock compaction has its marker."""
-    agent, store, prompts, thread = run_thread(tmp_path, SETUPS[name], mode)
     state = agent.get_state({"configurable": {"thread_id": thread}}).values["messages"]
     assert replay(store, thread, view="state") == state
     starts = [e for e in store.read(thread, event_type="llm.start")
@@ -212,6 +239,33 @@ def test_a_stock_middleware_keeps_replay_verify_and_markers_right(
     compactions = store.read(thread, event_type="middleware:summarize")
     kinds = [item["type"] for item in build_timeline(store, thread)["items"]]
     assert compactions and kinds.count("summary_marker") == len(compactions)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("name", list(SETUPS))
+def test_a_stock_middleware_keeps_replay_verify_and_markers_right(
+    tmp_path: Path, name: str, mode: str
+) -> None:
+    """Replay's state equals the checkpoint, each agent call replays as sent, verify agrees,
+    and each stock compaction has its marker."""
+    assert_journal_follows(*run_thread(tmp_path, SETUPS[name], mode))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_structured_answer_through_a_tool_keeps_replay_and_verify_right(
+    tmp_path: Path, mode: str
+) -> None:
+    """A ``ToolStrategy`` answer, malformed once and retried, journals what the checkpoint
+    holds."""
+    agent, store, prompts, thread = run_thread(
+        tmp_path, lambda: (weather_model(), []), mode, response_format=ToolStrategy(Weather)
+    )
+    values = agent.get_state({"configurable": {"thread_id": thread}}).values
+    assert values["structured_response"] == Weather(city="Oslo", degrees=21)
+    results = store.read(thread, event_type="message.tool")  # kept after compactions too
+    texts = [e.content["data"]["content"] for e in results]
+    assert any(text.startswith("Error: Failed to parse structured output") for text in texts)
+    assert_journal_follows(agent, store, prompts, thread)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
