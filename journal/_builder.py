@@ -83,12 +83,12 @@ class BatchBuilder:
                     continue
                 if content is SKIP:
                     continue
-                if type(content) is Extra:
-                    if content.metadata:
-                        metadata = {**metadata, **content.metadata}
-                        metadata_kind = combined_kind(metadata_kind, content.metadata_kind)
-                    content_kind = content.content_kind
-                    content, text = content.content, content.text
+                if type(content) is Extra:  # (unpacked at once: a field read by name is a call)
+                    content, extra, text, extra_kind, content_kind = content
+                    if extra:
+                        metadata = {**metadata, **extra}
+                        if extra_kind != metadata_kind:  # (the kind of equal kinds is theirs)
+                            metadata_kind = combined_kind(metadata_kind, extra_kind)
             content_hint: Hint
             metadata_hint: Hint = metadata_kind
             try:

@@ -350,7 +350,8 @@ def prompt_tail(
     kept: list[dict[str, Any]] = []
     used = 0
     for message in reversed(messages[-max_messages:]):
-        text = text_of(message.content)
+        content = message.content
+        text = content if type(content) is str else text_of(content)  # (the usual: a str)
         room = budget - used
         if room <= 0:
             break

@@ -30,8 +30,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from orjson import OPT_SORT_KEYS as _SORT_KEYS
+from orjson import JSONEncodeError
+from orjson import dumps as _orjson_dumps
+
 from journal._kinds import scalars_kind
-from journal.encoding import NOT_PLAIN, Plain, dumps, dumps_plain, encode_plain
+from journal.encoding import NOT_PLAIN, PLAIN, Plain, dumps, dumps_plain, encode_plain
 
 if TYPE_CHECKING:  # reading digests must not load LangChain
     from langchain_core.messages import BaseMessage
@@ -78,6 +82,19 @@ def _kind_text(content: Any, kind: int) -> str:
     """:func:`journal.encoding.dumps_plain` of ``content``, whose ``plain_kind`` is ``kind``
     (known: not walked again)."""
     return encode_plain(content, kind) if kind else dumps(content)
+
+
+def _kind_text_digest(content: Any, kind: int) -> tuple[str, str]:
+    """:func:`_kind_text` of ``content`` and its digest (:func:`_text_digest`)."""
+    if kind == PLAIN:  # orjson's bytes are the text's UTF-8 (plain: no lone surrogate)
+        try:
+            raw = _orjson_dumps(content, option=_SORT_KEYS)
+        except (TypeError, JSONEncodeError):  # pragma: no cover - plain data encodes
+            pass
+        else:
+            return raw.decode(), _blake2b(raw, digest_size=16).hexdigest()
+    text = _kind_text(content, kind)
+    return text, _text_digest(text)
 
 
 def stored_digest(content: Any, metadata: dict[str, Any]) -> str:
@@ -255,8 +272,12 @@ def record_kind(record: dict[str, Any]) -> int:
     """The :func:`journal.encoding.plain_kind` of a record :meth:`ContextIndex.call_record`
     made, from what is not plain by making: the message ids, the base, the inlined messages
     (``message_to_content``'s, each of a known kind). Digests, keys and ``keep`` are plain."""
-    kinds = [scalars_kind(record.get("base"), *[entry["id"] for entry in record["messages"]])]
-    for content in record["inline"].values():
+    kind = scalars_kind(record.get("base"), *[entry["id"] for entry in record["messages"]])
+    inline = record["inline"]
+    if not inline:  # the usual call of a conversation that grows: no message inlined
+        return kind
+    kinds = [kind]
+    for content in inline.values():
         kinds.append(content.kind if type(content) is Plain else NOT_PLAIN)
     return min(kinds) and max(kinds)
 
@@ -325,8 +346,7 @@ class ContextIndex:
             if known is not None and known.matches(message):
                 return None
         content, kind = self._to_plain(message)  # a dict of its own: the event's content
-        text = _kind_text(content, kind)
-        digest = _text_digest(text)
+        text, digest = _kind_text_digest(content, kind)
         if replacement:
             known = index.journaled.get(mid)
             if known is not None and known.digest == digest:

@@ -232,16 +232,20 @@ def _is_depth_marker(value: Any) -> bool:
     return type(name) is str and (name.isascii() or _valid_text(name))
 
 
-def _container_kind(value: dict[Any, Any] | list[Any], depth: int) -> int:
+def _container_kind(value: dict[Any, Any] | list[Any], depth: int, keys_plain: bool = False) -> int:
     """:func:`plain_kind` of a dict or a list at nesting ``depth`` (recursion stops at
-    ``MAX_DEPTH``: a call per container costs less than a stack of them)."""
+    ``MAX_DEPTH``: a call per container costs less than a stack of them).
+
+    ``keys_plain``: the caller knows ``value``'s keys are ASCII ``str`` (a model's dump of
+    a known schema): only its values are walked."""
     if depth >= MAX_DEPTH:
         return PLAIN if _is_depth_marker(value) else NOT_PLAIN
     result = PLAIN
     if type(value) is dict:  # dicts and lists share one loop over their values
-        for key in value:
-            if type(key) is not str or not (key.isascii() or _valid_text(key)):
-                return NOT_PLAIN
+        if not keys_plain:
+            for key in value:
+                if type(key) is not str or not (key.isascii() or _valid_text(key)):
+                    return NOT_PLAIN
         items: Any = value.values()
     else:
         items = value
@@ -274,7 +278,8 @@ def _container_kind(value: dict[Any, Any] | list[Any], depth: int) -> int:
 
 
 #: :func:`plain_kind` of a ``dict`` or a ``list`` (exact types) is ``container_kind(value, 0)``:
-#: the hot callers (an event's content and metadata) skip the dispatch.
+#: the hot callers (an event's content and metadata) skip the dispatch; ``container_kind(value,
+#: depth, True)`` is the kind of a dict at ``depth`` whose keys are known ASCII ``str``.
 container_kind: Final = _container_kind
 
 

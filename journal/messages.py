@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
 
-from journal.encoding import jsonable_with_kind, plain
+from journal.encoding import NOT_PLAIN, container_kind, jsonable_with_kind, plain
 
 __all__ = [
     "MESSAGE_EVENT_TYPES",
@@ -35,12 +43,41 @@ def message_to_content(message: BaseMessage) -> dict[str, Any]:
     return content
 
 
+#: The message classes whose dump's keys are their schema's names (fields and computed
+#: fields), all ASCII: a dump of one without extra fields needs only its values walked for its
+#: kind.
+_SCHEMA_KEYS: Final = frozenset(
+    cls
+    for cls in (AIMessage, HumanMessage, ToolMessage, SystemMessage)
+    if all(
+        type(name) is str and name.isascii()
+        for name in (*cls.model_fields, *cls.model_computed_fields)
+    )
+)
+
+
 def message_to_plain(message: BaseMessage) -> tuple[dict[str, Any], int]:
     """The stored form of ``message`` (what :func:`message_to_content` holds, as a ``dict`` of
     its own) and its :func:`journal.encoding.plain_kind`, for a caller that encodes it now:
     no :class:`journal.encoding.Plain` copy of it is made."""
-    content, kind = jsonable_with_kind(message_to_dict(message))
+    content = message_to_dict(message)
+    kind = _schema_dump_kind(message, content)
+    if kind == NOT_PLAIN:  # not known so (or not plain): the walk, and the rules if need be
+        content, kind = jsonable_with_kind(content)
     return content, kind
+
+
+def _schema_dump_kind(message: BaseMessage, dump: dict[str, Any]) -> int:
+    """``plain_kind(dump)`` of ``message_to_dict(message)`` for a message of a class in
+    :data:`_SCHEMA_KEYS` without extra fields (whose dump's keys are its fields' names, ASCII
+    by the check there, and ``"type"`` and ``"data"``), walking the values only; else (or when
+    it is not plain) ``NOT_PLAIN``."""
+    if type(message) not in _SCHEMA_KEYS or message.__pydantic_extra__:
+        return NOT_PLAIN
+    name, data = dump["type"], dump["data"]
+    if type(name) is not str or not name.isascii() or type(data) is not dict:
+        return NOT_PLAIN
+    return container_kind(data, 1, True)
 
 
 def content_to_message(content: Any) -> BaseMessage:

@@ -5,13 +5,33 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
 
 from journal.digests import ContextIndex, _grown, _unchanged_prefix, expand_record, message_digest
-from journal.encoding import dumps, dumps_plain
-from journal.messages import message_to_content, message_to_plain
+from journal.encoding import NOT_PLAIN, dumps, dumps_plain, jsonable_with_kind, plain_kind
+from journal.messages import (
+    _SCHEMA_KEYS,
+    _schema_dump_kind,
+    message_to_content,
+    message_to_plain,
+)
+
+
+class _Sub(HumanMessage):
+    """A subclass: its dump's keys are not known by its class."""
+
 
 # one operation on a growing conversation, before the next model call
 OPS = st.lists(
@@ -135,3 +155,85 @@ def test_a_message_event_is_the_stored_form_and_its_canonical_text(
     assert event[0] == dict(expected)
     assert event[2] == dumps_plain(expected) == dumps(expected)
     assert event[1] == message_digest(message)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_MESSAGE_CLASSES = st.sampled_from(
+    [HumanMessage, AIMessage, ToolMessage, SystemMessage, AIMessageChunk, ChatMessage, _Sub]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kind=_MESSAGE_CLASSES,
+    content=st.text(max_size=4)
+    | st.sampled_from(["a\ud800", "ü"])
+    | st.lists(st.sampled_from([{"type": "text", "text": "é"}, "x", {"k": (1,)}]), max_size=2),
+    fields=st.dictionaries(
+        st.sampled_from(["additional_kwargs", "response_metadata"]),
+        st.dictionaries(st.text(max_size=2) | st.just("\ud800"), _ODD_VALUES, max_size=3),
+    ),
+    name=st.none() | st.sampled_from(["n", "ñ", "b\udfff"]),
+    extra=st.dictionaries(st.sampled_from(["x", "é", "ünï"]), _ODD_VALUES, max_size=2),
+    args=st.dictionaries(st.text(max_size=2), _ODD_VALUES, max_size=2),
+    artifact=_ODD_VALUES,
+    depth=st.sampled_from([0, 59, 60, 61, 62, 63]),
+    odd_type=st.sampled_from([None, "é", "a\ud800", 3]),
+)
+def test_a_standard_message_dump_walks_as_the_generic_walk(
+    kind: type[BaseMessage],
+    content: Any,
+    fields: dict[str, Any],
+    name: str | None,
+    extra: dict[str, Any],
+    args: dict[str, Any],
+    artifact: Any,
+    depth: int,
+    odd_type: Any,
+) -> None:
+    """``message_to_plain``'s kind of a standard message's dump (its keys known ASCII, its
+    values walked) is the generic walk's, and its stored form the rules' (extra fields, odd
+    values, nesting up to the depth limit, a ``type`` assigned after construction)."""
+    more: dict[str, Any] = {}
+    if kind is ToolMessage:
+        more = {"tool_call_id": "c1", "artifact": artifact}
+    elif kind is ChatMessage:
+        more = {"role": "r"}
+    elif kind in (AIMessage, AIMessageChunk):
+        more = {"tool_calls": [{"name": "f", "args": args, "id": "c1"}]}
+    if depth:
+        fields = {**fields, "additional_kwargs": {"deep": _nested(depth)}}
+    message = kind(content, id="m1", name=name, **fields, **more, **extra)
+    if odd_type is not None:
+        message.type = odd_type
+    dump = message_to_dict(message)
+    fast = _schema_dump_kind(message, message_to_dict(message))
+    if type(message) in _SCHEMA_KEYS and not extra and odd_type in (None, "é"):
+        assert fast == plain_kind(dump) or (odd_type == "é" and fast == NOT_PLAIN)
+    else:
+        assert fast == NOT_PLAIN or fast == plain_kind(dump)
+    stored, stored_kind = message_to_plain(message)
+    expected, expected_kind = jsonable_with_kind(message_to_dict(message))
+    assert type(stored) is dict and stored_kind == expected_kind
+    assert stored == expected and dumps(stored) == dumps(expected)
+    if plain_kind(dump):
+        assert stored_kind == plain_kind(dump)
+
+
+@pytest.mark.parametrize("depth", range(56, 66))
+@pytest.mark.parametrize("kind", [HumanMessage, AIMessage, SystemMessage])
+def test_a_standard_message_dump_nested_to_the_limit_walks_as_the_generic_walk(
+    kind: type[BaseMessage], depth: int
+) -> None:
+    """Plain data nested around ``MAX_DEPTH`` in a standard message: its dump's kind is the
+    generic walk's on either side of the limit (the dump's values walked from their depth)."""
+    message = kind("x", id="m1", additional_kwargs={"deep": _nested(depth), "f": 0.5})
+    dump = message_to_dict(message)
+    assert _schema_dump_kind(message, dump) == plain_kind(dump)
+    assert message_to_plain(message) == jsonable_with_kind(message_to_dict(message))
