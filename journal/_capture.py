@@ -53,6 +53,7 @@ PREVIEW_LIMIT: Final = 1000
 #: A token count above this is taken for garbage (it would not survive a JSON round trip).
 _MAX_TOKENS: Final = 2**53
 _NO_DETAILS: Final[dict[str, Any]] = {}
+_NO_OVERWRITE: Final[tuple[bool, Any]] = (False, None)
 _MESSAGE_TYPES: Final = frozenset({"human", "ai", "tool", "system", "chat", "function"})
 _SCALARS: Final = frozenset({str, int, float, bool})
 _OVERWRITE: Final = "__overwrite__"  # LangGraph's tag of an Overwrite as a dict
@@ -63,6 +64,11 @@ _NS_SEP: Final = "|"  # between the levels of a checkpoint namespace
 _NS_END: Final = ":"  # between a level's node name and its task id
 
 
+#: ``tuple.__new__``: a named tuple's own constructor is a Python-level call (the callback
+#: path's ``NodeWrites`` and ``ModelResponse``)
+_new = tuple.__new__
+
+
 def _new_id() -> str:
     return str(uuid.uuid4())
 
@@ -71,6 +77,8 @@ def _overwrite(raw: Any) -> tuple[bool, Any]:
     """Whether a write's value bypasses the reducer, and the value it sets: an ``Overwrite``
     or one of the dict forms LangGraph reads as one (``{"__overwrite__": value}``, and the
     JSON form ``{"type": "__overwrite__", "value": value}``)."""
+    if type(raw) is list:  # the usual write (the callback path: no isinstance)
+        return _NO_OVERWRITE
     if isinstance(raw, Overwrite):
         return True, raw.value
     if isinstance(raw, dict):
@@ -105,16 +113,29 @@ def _normalise(
     the value now, so a message object without an id gets one in place (else it is left
     without).
     """
-    raw = container.get(key)
-    overwrite, value = _overwrite(raw)
-    if overwrite:
+    return _normalise_value(container.get(key), keep_removals, written, reduced)
+
+
+def _normalise_value(
+    raw: Any,
+    keep_removals: bool = False,
+    written: bool = False,
+    reduced: bool = True,
+    overwrite: tuple[bool, Any] | None = None,
+) -> list[BaseMessage]:
+    """:func:`_normalise` of the value ``raw`` (``overwrite``: :func:`_overwrite` of it, when
+    the caller has it)."""
+    overwrites, value = _overwrite(raw) if overwrite is None else overwrite
+    if overwrites:
         return _overwritten(value, keep_removals, written)
     if raw is None:
         return []
-    if isinstance(raw, BaseMessage | str | dict) or (
+    if type(raw) is list:  # the usual write, first (the callback path)
+        items: list[Any] = raw
+    elif isinstance(raw, BaseMessage | str | dict) or (
         isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[0], str)
     ):
-        items: list[Any] = [raw]
+        items = [raw]
     elif isinstance(raw, list | tuple):
         items = raw if isinstance(raw, list) else list(raw)
     else:
@@ -304,20 +325,28 @@ def node_writes(output: Any) -> NodeWrites:
     """:func:`output_writes` and :func:`removes_messages` of a node output in one pass."""
     writes: list[list[BaseMessage]] = []
     removes = False
-    for update in _updates(output):
+    # (a dict, the usual output, without the generator: the callback path)
+    for update in (output,) if type(output) is dict else _updates(output):
+        raw = update.get("messages")
+        overwrite = _overwrite(raw)
         if not removes:
-            removes = _removes(update)
-        write = _normalise(update, "messages", keep_removals=True, written=True)
+            removes = _removes_value(raw, overwrite[0])
+        write = _normalise_value(raw, True, True, True, overwrite)
         if write:
             writes.append(write)
-    return NodeWrites(writes, removes)
+    return _new(NodeWrites, (writes, removes))
 
 
 def _removes(update: dict[str, Any]) -> bool:
     raw = update.get("messages")
-    if _overwrite(raw)[0]:
+    return _removes_value(raw, _overwrite(raw)[0])
+
+
+def _removes_value(raw: Any, overwrite: bool) -> bool:
+    """:func:`_removes` of the value ``raw`` (``overwrite``: whether it is an overwrite)."""
+    if overwrite:
         return True
-    for item in raw if isinstance(raw, list | tuple) else (raw,):
+    for item in raw if type(raw) is list or isinstance(raw, list | tuple) else (raw,):
         if isinstance(item, BaseMessage) and item.type == "remove":
             return True
     return False
@@ -481,7 +510,7 @@ def model_response(response: Any) -> ModelResponse:
         named = metadata.get("model_name") or metadata.get("model")
     if not named:
         named = llm_output.get("model_name") or llm_output.get("model")
-    return ModelResponse(message, usage, str(named) if named else None)
+    return _new(ModelResponse, (message, usage, str(named) if named else None))
 
 
 def written_ids(output: Any) -> set[str]:

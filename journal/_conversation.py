@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from journal._capture import NodeWrites, tool_call_id_of
+from journal._capture import NodeWrites
 from journal._contents import Contents
 from journal._edits import OVERWRITTEN, HeldWrite
 from journal._ledger import Ledger
@@ -201,7 +201,8 @@ class Conversation:
         """Journal an agent node's new ``messages``; tool results wait for earlier calls."""
         answered = False
         for message in messages:
-            call_id = tool_call_id_of(message)
+            # (tool_call_id_of, written out: the callback path)
+            call_id = getattr(message, "tool_call_id", None) if message.type == "tool" else None
             if call_id is not None:
                 answered = answered or call_id == node.tool_call_id
                 ready = self._tools.result_written(call_id, [message], node.step)

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from journal._capture import is_summary, tool_call_id_of, tool_calls_of
+from journal._capture import is_summary
 from journal._contents import Contents
 from journal._edits import AppliedEdit, HeldWrite, apply_write, settle_step, state_ids
 from journal._kinds import scalars_kind
@@ -29,11 +29,13 @@ from journal._run_state import Node, RunState
 from journal._sink import EventSink
 from journal._tool_order import ToolOrder
 from journal.catalog import REMOVE_EVENT_TYPE
-from journal.messages import message_event_type
+from journal.messages import MESSAGE_EVENT_TYPES
 
 __all__ = ["Ledger"]
 
 _log = get_logger(__name__)
+#: ``tuple.__new__``: a named tuple's own constructor is a Python-level call (``Lazy``)
+_new = tuple.__new__
 
 
 class Ledger:
@@ -188,7 +190,8 @@ class Ledger:
         """Journal ``message``; a new AI message's tool calls set the order of their results."""
         is_new = message.id not in self._seen
         self.add(node, message, caller, replace=True)
-        calls = tool_calls_of(message)
+        # (tool_calls_of, written out: the callback path)
+        calls = getattr(message, "tool_calls", None) if message.type == "ai" else None
         if calls and is_new:
             for held in self._tools.calls_made([str(c.get("id")) for c in calls]):
                 self.add(node, held, "agent")
@@ -209,7 +212,8 @@ class Ledger:
         digests), and always when the message had left the state (it is added back).
         ``own``: the run's message (counted in its totals), not one it found in the state.
         """
-        event_type = message_event_type(message)
+        message_type = message.type  # (message_event_type, written out: the callback path)
+        event_type = MESSAGE_EVENT_TYPES.get(message_type)
         mid = message.id
         if event_type is None:
             return
@@ -235,22 +239,26 @@ class Ledger:
             self._seen.add(mid)
             if own:
                 run.own_ids.add(mid)
-                run.message_counts[message.type] = run.message_counts.get(message.type, 0) + 1
+                counts = run.message_counts
+                counts[message_type] = counts.get(message_type, 0) + 1
         self._last[mid] = (message, message.content)
         if not in_state:  # a replacement keeps its place in the state
             self._order[mid] = None
             self._fresh.append((mid, node.path))
-        tool_call_id = tool_call_id_of(message)
+        # (tool_call_id_of, written out)
+        tool_call_id = getattr(message, "tool_call_id", None) if message_type == "tool" else None
         if tool_call_id is not None:
             metadata["tool_call_id"] = tool_call_id
-        args = (self.thread_id, message, in_state)
-        content = Lazy(self._contents.message, args)
+        # the function and its object, not a bound method: one object less to keep
+        args = (self._contents, self.thread_id, message, in_state)
+        content = _new(Lazy, (Contents.message, args, None))
         if mid in self._paused_held:
             self._paused_held.discard(mid)
             if not self._tools.resumed:
                 # held back by a paused run this journal did not resume: another journal
                 # (another process) may have, finding it in the state and storing it
-                content = Lazy(self._contents.message_unless_stored, args, reads="messages")
+                held = (self.thread_id, message, in_state)
+                content = Lazy(self._contents.message_unless_stored, held, reads="messages")
         kind = scalars_kind(caller, node.step, node.node, mid, tool_call_id)  # replacement: a bool
         self._sink.emit(run, "message", event_type, content, metadata, kind)
 

@@ -19,6 +19,7 @@ __all__ = ["RunRegistry"]
 
 #: How many runs of finished roots the journal remembers (to ignore work they left running).
 _FINISHED_CAPACITY: Final = 10_000
+_NO_METADATA: Final[dict[str, Any]] = {}
 
 
 class RunRegistry:
@@ -39,10 +40,6 @@ class RunRegistry:
     def node(self, run_id: UUID | None) -> Node | None:
         """The journaled run ``run_id`` under a root, if it is still going."""
         return self._nodes.get(run_id) if run_id is not None else None
-
-    def knows(self, run_id: UUID | None) -> bool:
-        """Whether ``run_id`` is a journaled root or a run under one."""
-        return run_id in self._roots or run_id in self._nodes
 
     def finished(self, run_id: UUID | None) -> bool:
         """Whether ``run_id`` belonged to a root that has finished (work it left running)."""
@@ -67,30 +64,32 @@ class RunRegistry:
         unknown."""
         if parent_id is None:
             return None
-        md = metadata or {}
         root = self._roots.get(parent_id)
-        parent = None if root is not None else self._nodes.get(parent_id)
         if root is None:
+            parent = self._nodes.get(parent_id)
             if parent is None:
                 return None
-            root = parent.run
+            root, parent_span = parent.run, parent.span
+        else:
+            parent, parent_span = None, root.run_id
+        md = metadata or _NO_METADATA
         caller, top = caller_for(parent, name, md)
-        parent_span = root.run_id if parent is None else parent.span
         step = md.get("langgraph_step")
-        node = Node(
-            run=root,
-            name=name,
-            caller=caller,
-            node=md.get("langgraph_node"),
-            step=step if isinstance(step, int) else None,
-            top=top,
-            is_tool=tool,
-            in_tool=parent is not None and (parent.is_tool or parent.in_tool),
-            parent_span=parent_span,
-            span=str(run_id) if traced or tool or top else parent_span,
-            namespace=md.get("langgraph_checkpoint_ns"),
+        node = Node(  # by position (see Node): run, name, caller, node, step, top,
+            root,  # parent_span, span, is_tool, in_tool, namespace
+            name,
+            caller,
+            md.get("langgraph_node"),
+            step if isinstance(step, int) else None,
+            top,
+            parent_span,
+            str(run_id) if traced or tool or top else parent_span,
+            tool,
+            parent is not None and (parent.is_tool or parent.in_tool),
+            md.get("langgraph_checkpoint_ns"),
         )
-        node.task = node if top else (parent.task if parent is not None else None)
+        if parent is not None:  # (a node of the root graph has no task but itself: None)
+            node.task = parent if parent.top else parent.task
         self._nodes[run_id] = node
         return node
 
@@ -98,16 +97,12 @@ class RunRegistry:
         """Stop following the run ``run_id`` (it ended); return it if it was followed."""
         return self._nodes.pop(run_id, None)
 
-    def done(self, run_id: UUID, timing_key: str) -> tuple[Node, dict[str, Any]] | None:
-        """Stop following a finished call; return it with its attribution and elapsed ms."""
+    def done(self, run_id: UUID) -> tuple[Node, float] | None:
+        """Stop following a finished call; return it with the ms elapsed since it started."""
         node = self._nodes.pop(run_id, None)
         if node is None:
             return None
-        metadata = node.call_attribution()
-        metadata[timing_key] = round((time.perf_counter() - node.started) * 1000, 3)
-        if timing_key == "duration_ms":  # a tool call
-            metadata.update(tool_call_id=node.tool_call_id, tool_run_id=node.span)
-        return node, metadata
+        return node, round((time.perf_counter() - node.started) * 1000, 3)
 
     def end_root(self, run_id: UUID, run: RunState) -> list[Node]:
         """The root ``run_id`` finished: forget it and every run under it (as finished);

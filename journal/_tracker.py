@@ -45,6 +45,8 @@ from journal.events import MAX_EVENT_TYPE_LENGTH, journal_thread_id
 __all__ = ["MAX_TAG_LENGTH", "RunTracker", "event_tag"]
 
 _log = get_logger(__name__)
+#: ``tuple.__new__``: a named tuple's own constructor is a Python-level call (``Lazy``)
+_new = tuple.__new__
 #: Thrown into a graph's stream that its caller stopped (``close``, ``aclose``, or a ``break``
 #: that drops it). LangGraph yields only between tasks or supersteps and, leaving, saves every
 #: finished task's writes whatever the durability: applied, or pending writes that
@@ -103,14 +105,14 @@ class RunTracker:
             if self._runs.finished(parent_id):
                 self._runs.forget(run_id)
                 return
-            if not self._runs.knows(parent_id):
+            node = self._runs.add_child(run_id, parent_id, name, metadata)
+            if node is None:  # its parent is not journaled here: the journal is attached to it
                 if name.endswith(_UPDATE_STATE_SUFFIX):
                     self._start_update(run_id, inputs, metadata, default_thread)
                 else:
                     self._start_root(run_id, name, inputs, metadata, default_thread)
                 return
-            node = self._runs.add_child(run_id, parent_id, name, metadata)
-            if node is not None and node.top:
+            if node.top:
                 path = task_order_key(metadata.get("langgraph_path") or "")
                 state = inputs if cap.reads_state(metadata) else None
                 self._threads.get(node.run.thread_id).node_started(node, state, path)
@@ -118,7 +120,7 @@ class RunTracker:
     def chain_ended(self, run_id: UUID, outputs: Any) -> None:
         """A chain ended: a node of the root graph journals what it wrote; a root ``run.end``."""
         with self._lock:
-            update = self._updates.pop(run_id, None)
+            update = self._updates.pop(run_id, None) if self._updates else None
             if update is not None:  # LangGraph took its writes (its output is only them)
                 self._threads.get(update.thread_id).state_updated(update.writes)
                 self._sink.wake()
@@ -139,7 +141,7 @@ class RunTracker:
         ``Command(graph=Command.PARENT)`` for the root graph (a handoff out of a subgraph)
         wrote its update."""
         with self._lock:
-            if self._updates.pop(run_id, None) is not None:  # nothing was written
+            if self._updates and self._updates.pop(run_id, None) is not None:  # nothing written
                 return
             run = self._runs.root(run_id)
             if run is None:
@@ -224,23 +226,27 @@ class RunTracker:
             source = metadata.get("lc_source")
             if source is not None and node.caller == "agent":  # a middleware's own call
                 node.caller, node.kind = internal_caller(source), -1
-            event_md = {
-                **node.call_attribution(),
+            event_md = {  # (node.call_attribution(), written out: the callback path)
+                "caller": node.caller,
+                "langgraph_step": node.step,
+                "langgraph_node": node.node,
+                PARENT_SPAN_KEY: node.parent_span,
                 "model": model,
                 "parameters": parameters,
                 "message_count": len(prompt),
                 "llm_run_id": node.span,
-                "lc_source": metadata.get("lc_source"),
+                "lc_source": source,
                 "tags": tags,
             }
             # message_count: a length; llm_run_id: the span; parameters: the caller's own
             params_kind = plain_kind(parameters) if parameters else PLAIN
-            kind = node.event_kind(model, event_md["lc_source"], *tags, kind=params_kind)
+            kind = node.event_kind(model, source, *tags, kind=params_kind)
             # LangGraph gives a state's messages without an id theirs in place at its next
             # write (an overwrite's items), maybe before the writer reads them: kept as sent
-            unset = [index for index, message in enumerate(prompt) if message.id is None]
-            args = (node.run.thread_id, str(node.caller), node.span, prompt, unset)
-            content = Lazy(self._contents.model_call, args)
+            args = (self._contents, node.run.thread_id, str(node.caller), node.span, prompt,
+                    _unset(prompt))  # fmt: skip
+            # the function and its object, not a bound method: one object less to keep
+            content = _new(Lazy, (Contents.model_call, args, None))
             self._sink.emit(node.run, "trace", "llm.start", content, event_md, kind)
 
     def model_ended(self, run_id: UUID, response: cap.ModelResponse) -> None:
@@ -248,19 +254,27 @@ class RunTracker:
         and the answer itself unless the node that made the call writes it to the thread's
         state (journaled as ``message.*``); usage adds to the run's totals."""
         with self._lock:
-            done = self._runs.done(run_id, "latency_ms")
+            done = self._runs.done(run_id)
             if done is None:
                 return
-            node, metadata = done
+            node, latency = done
             requested = node.model or "unknown"
             model = response.model or requested
             if response.usage:
                 node.run.add_usage(model, response.usage)
-            metadata.update(
-                model=model, request_model=requested, usage=response.usage, llm_run_id=node.span
-            )
+            metadata = {  # (node.call_attribution(), written out: the callback path)
+                "caller": node.caller,
+                "langgraph_step": node.step,
+                "langgraph_node": node.node,
+                PARENT_SPAN_KEY: node.parent_span,
+                "latency_ms": latency,
+                "model": model,
+                "request_model": requested,
+                "usage": response.usage,
+                "llm_run_id": node.span,
+            }
             # usage: ints below 2**54 under fixed keys (cap.model_response), plain by making
-            kind = node.event_kind(model, requested, span=metadata["latency_ms"])
+            kind = node.event_kind(model, requested, span=latency)
             message = response.message
             content: Any = {
                 "message_id": getattr(message, "id", None),
@@ -280,11 +294,12 @@ class RunTracker:
     def model_failed(self, run_id: UUID, error: BaseException) -> None:
         """A model call failed: ``llm.error`` (the run's ``run.error`` comes from the root)."""
         with self._lock:
-            done = self._runs.done(run_id, "latency_ms")
+            done = self._runs.done(run_id)
             if done is not None:
-                node, metadata = done
-                metadata.update(model=node.model, llm_run_id=node.span)
-                kind = node.event_kind(node.model, span=metadata["latency_ms"])
+                node, latency = done
+                metadata = node.call_attribution()
+                metadata.update(latency_ms=latency, model=node.model, llm_run_id=node.span)
+                kind = node.event_kind(node.model, span=latency)
                 content = cap.error_summary(error)
                 self._sink.emit(node.run, "trace", "llm.error", content, metadata, kind)
 
@@ -306,8 +321,11 @@ class RunTracker:
             parent = self._runs.node(parent_id)
             if parent is not None and parent.top and parent.tool_call_id is None:
                 parent.tool_call_id = call_id  # the tools task this call belongs to
-            event_md = {
-                **node.call_attribution(),
+            event_md = {  # (node.call_attribution(), written out: the callback path)
+                "caller": node.caller,
+                "langgraph_step": node.step,
+                "langgraph_node": node.node,
+                PARENT_SPAN_KEY: node.parent_span,
                 "tool_call_id": call_id,
                 "tool_run_id": node.span,
             }
@@ -318,21 +336,23 @@ class RunTracker:
     def tool_ended(self, run_id: UUID, output: Any) -> None:
         """A tool call returned: ``tool.end`` (the result message comes from its node)."""
         with self._lock:
-            done = self._runs.done(run_id, "duration_ms")
+            done = self._runs.done(run_id)
             if done is not None:
-                node, metadata = done
-                content = Lazy(Contents.tool_end, (node.name, output))
-                kind = node.event_kind(node.tool_call_id, span=metadata["duration_ms"])
+                node, duration = done
+                metadata = _tool_call_metadata(node, duration)
+                content = _new(Lazy, (Contents.tool_end, (node.name, output), None))
+                kind = node.event_kind(node.tool_call_id, span=duration)
                 self._sink.emit(node.run, "trace", "tool.end", content, metadata, kind)
 
     def tool_failed(self, run_id: UUID, error: BaseException) -> None:
         """A tool call raised: ``tool.error`` with its duration and the error."""
         with self._lock:
-            done = self._runs.done(run_id, "duration_ms")
+            done = self._runs.done(run_id)
             if done is not None:
-                node, metadata = done
+                node, duration = done
+                metadata = _tool_call_metadata(node, duration)
                 content = {"name": node.name, **cap.error_summary(error)}
-                kind = node.event_kind(node.tool_call_id, span=metadata["duration_ms"])
+                kind = node.event_kind(node.tool_call_id, span=duration)
                 self._sink.emit(node.run, "trace", "tool.error", content, metadata, kind)
 
     def other_started(
@@ -460,12 +480,14 @@ class RunTracker:
     def _node_wrote(self, node: Node, outputs: Any) -> None:
         """A node of the root graph is over having written ``outputs`` (its output, or the
         ``Command`` it raised for the root graph): journal the messages it wrote."""
-        node.run.task_settled(node.task_key())  # an earlier failed attempt of it recovered
+        run = node.run
+        if run.failures:  # an earlier failed attempt of it recovered
+            run.task_settled(node.task_key())
         if node.node == START:  # it passes the run's input on: journaled when the run started
             self._node_over(node, _NOTHING_WRITTEN)
             return
         written = cap.node_writes(outputs)
-        self._threads.get(node.run.thread_id).node_ended(node, written)
+        self._threads.get(run.thread_id).node_ended(node, written)
         self._node_over(node, written.ids() if node.outputs else _NOTHING_WRITTEN)
 
     def _node_over(self, node: Node, written: AbstractSet[str]) -> None:
@@ -483,3 +505,26 @@ class RunTracker:
 def _interrupt_content(run: RunState, interrupts: Sequence[Any]) -> dict[str, Any]:
     items = [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in interrupts]
     return {**run.summary("interrupted"), "interrupts": items, "checkpoint_id": None}
+
+
+def _tool_call_metadata(node: Node, duration: float) -> dict[str, Any]:
+    """The metadata of a finished tool call's event: its :meth:`Node.call_attribution` (written
+    out: the callback path), ``duration`` ms, its call id and span."""
+    return {
+        "caller": node.caller,
+        "langgraph_step": node.step,
+        "langgraph_node": node.node,
+        PARENT_SPAN_KEY: node.parent_span,
+        "duration_ms": duration,
+        "tool_call_id": node.tool_call_id,
+        "tool_run_id": node.span,
+    }
+
+
+def _unset(prompt: list[BaseMessage]) -> Sequence[int]:
+    """The positions of the messages of ``prompt`` that have no id (usually none: a first
+    pass without ``enumerate`` answers that case, with no new list)."""
+    for message in prompt:
+        if message.id is None:
+            return [index for index, message in enumerate(prompt) if message.id is None]
+    return ()
