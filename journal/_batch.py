@@ -8,7 +8,7 @@ every backend's append (one record per input event, in input order).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from orjson import OPT_SORT_KEYS as _SORT_KEYS
 from orjson import dumps as _orjson_dumps
@@ -165,18 +165,13 @@ def prepare_batch(
     """
     if type(events) is not list and isinstance(events, NewEvent | Mapping):
         raise TypeError("append takes a sequence of events; wrap a single event in a list")
-    hints = events.hints if type(events) is KnownEvents else None
-    handed_over = hints is not None and cast(KnownEvents, events).handed_over
+    if type(events) is KnownEvents:
+        return _prepare_known(events, content_caps, metadata_cap, records)
     prepared = PreparedBatch()
     keep, keep_texts, keep_owned = prepared.append, prepared.texts.append, prepared.owned.append
-    message_cap = content_caps["message"]  # an llm.end may carry the call's output message:
-    for index, raw in enumerate(events):  # capped like messages, not like traces
-        if hints is not None:  # a stored record stays as it is: at its own seq it is its
-            event: NewEvent = raw  # own record (stored_record)
-            if not records and type(raw) is RunEvent:
-                event = construct(NewEvent, _stored_values(raw))
-            content_hint, metadata_hint = hints[index]
-        elif type(raw) is not dict:
+    small, metadata_small = min(content_caps.values()) // 4, metadata_cap // 4
+    for index, raw in enumerate(events):
+        if type(raw) is not dict:
             event, content_hint, metadata_hint = _event(raw, index)
         elif (usual := usual_event(raw)) is not None:  # the usual input: a dict of usual fields
             event, content_hint, metadata_hint = usual
@@ -184,14 +179,12 @@ def prepare_batch(
             event, content_hint, metadata_hint = _validated(raw, index)
         values = event.__dict__
         # the usual texts inline: plain data (orjson writes the rules' bytes), no metadata
-        # (a text handed over is the text: KnownEvents' hints, the journal's writer)
         if type(content_hint) is str:
             content = content_hint
         elif content_hint == PLAIN:
             content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
         else:
             content = _text(values["content"], content_hint)
-        cap = message_cap if values["event_type"] == "llm.end" else content_caps[values["category"]]
         if type(metadata_hint) is str:
             metadata = metadata_hint
         elif metadata_hint == PLAIN:
@@ -199,14 +192,72 @@ def prepare_batch(
             metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
         else:
             metadata = _text(values["metadata"], metadata_hint)
-        if (len(content) > cap // 4 and len(content.encode("utf-8")) > cap) or (
-            len(metadata) > metadata_cap // 4 and len(metadata.encode("utf-8")) > metadata_cap
-        ):
-            event, content, metadata = _capped(event, content, metadata, cap, metadata_cap)
+        if len(content) > small or len(metadata) > metadata_small:  # (else it fits any cap)
+            event, content, metadata = _fitted(event, content, metadata, content_caps, metadata_cap)
         keep(event)
         keep_texts((content, metadata))
-        keep_owned(event is not raw or handed_over)
+        keep_owned(event is not raw)
     return prepared
+
+
+def _prepare_known(
+    events: KnownEvents, content_caps: Mapping[str, int], metadata_cap: int, records: bool
+) -> PreparedBatch:
+    """:func:`prepare_batch` of a :class:`KnownEvents` batch: no validation, each text the
+    hint's or encoded by its kind, then the caps (the same loop without the input's cases).
+
+    A stored record stays as it is where the backend takes ``records``: at its own seq it is
+    its own record (:func:`stored_record`).
+    """
+    prepared = PreparedBatch()
+    prepared.extend(events)  # an event replaced below (a copy, a cut) takes its place
+    texts = prepared.texts
+    keep_text = texts.append
+    handed_over = events.handed_over
+    owned = prepared.owned = [handed_over] * len(events)  # True too where replaced
+    small, metadata_small = min(content_caps.values()) // 4, metadata_cap // 4
+    for raw, (content_hint, metadata_hint) in zip(events, events.hints, strict=True):
+        event: NewEvent = raw
+        if not records and type(raw) is RunEvent:
+            event = construct(NewEvent, _stored_values(raw))
+        values = event.__dict__
+        # a text handed over is the text (a stored record's, the journal's writer's)
+        if type(content_hint) is str:
+            content = content_hint
+        elif content_hint == PLAIN:
+            content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
+        else:
+            content = _text(values["content"], content_hint)
+        if type(metadata_hint) is str:
+            metadata = metadata_hint
+        elif metadata_hint == PLAIN:
+            value = values["metadata"]
+            metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
+        else:
+            metadata = _text(values["metadata"], metadata_hint)
+        if len(content) > small or len(metadata) > metadata_small:  # (else it fits any cap)
+            event, content, metadata = _fitted(event, content, metadata, content_caps, metadata_cap)
+        if event is not raw:  # the batch's own now
+            prepared[len(texts)] = event
+            owned[len(texts)] = True
+        keep_text((content, metadata))
+    return prepared
+
+
+def _fitted(
+    event: NewEvent, content: str, metadata: str, content_caps: Mapping[str, int], metadata_cap: int
+) -> tuple[NewEvent, str, str]:
+    """``event`` and its texts, cut to the caps if either text is over its cap (a text of at
+    most a quarter of a cap in characters is within it in UTF-8 bytes: not encoded)."""
+    values = event.__dict__
+    # an llm.end may carry the call's output message: capped like messages, not like traces
+    kind = "message" if values["event_type"] == "llm.end" else values["category"]
+    cap = content_caps[kind]
+    if (len(content) > cap // 4 and len(content.encode("utf-8")) > cap) or (
+        len(metadata) > metadata_cap // 4 and len(metadata.encode("utf-8")) > metadata_cap
+    ):
+        return _capped(event, content, metadata, cap, metadata_cap)
+    return event, content, metadata
 
 
 def _capped(

@@ -149,7 +149,7 @@ class Delivery:
     def _append_with_retry(self, events: KnownEvents) -> bool:
         for attempt, delay in enumerate((*self.retry_delays, None)):
             try:
-                self.store.append(events)
+                self.store._append_unreturned(events)  # the records are not used
                 return True
             except (ValueError, TypeError):
                 return self._append_one_by_one(events)
@@ -170,7 +170,7 @@ class Delivery:
             one = KnownEvents(handed_over=events.handed_over)
             one.add(event, *hints)
             try:
-                self.store.append(one)
+                self.store._append_unreturned(one)
             except (ValueError, TypeError):
                 _log.warning(
                     "journal_event_rejected",

@@ -69,12 +69,12 @@ def is_input(event: NewEvent) -> bool:
     return event.event_type in HISTORY_TYPES and event.metadata.get("caller") == _USER
 
 
-def _types_of(event_type: str) -> tuple[str, ...] | None:
-    """The event types read from the store together with ``event_type``'s (``None``: not a
-    message the writer compares)."""
-    if event_type in INPUT_TYPES:
-        return INPUT_TYPES
-    return HISTORY_TYPES if event_type in HISTORY_TYPES else None
+#: The event types read from the store together with each compared message's (another
+#: event type is not a message the writer compares).
+_TYPES_OF: Final = {
+    **dict.fromkeys(INPUT_TYPES, INPUT_TYPES),
+    **dict.fromkeys(HISTORY_TYPES, HISTORY_TYPES),
+}
 
 
 def versions(stored: list[RunEvent]) -> Versions:
@@ -192,25 +192,46 @@ class KnownInputs:
         """
         asking = ask_store
         asked: set[tuple[str, tuple[str, ...]]] = set()  # read once a batch, at its first input
-
-        def keep(event: NewEvent) -> NewEvent | None:
-            nonlocal asking
-            types = _types_of(event.event_type)
-            if types is None:
-                return event
+        changed: dict[int, NewEvent | None] = {}  # batch index -> its event's replacement
+        types_of = _TYPES_OF.get
+        for index, event in enumerate(events):
+            types = types_of(event.event_type)
+            if types is None:  # not a message the writer compares (most events)
+                continue
             if not is_input(event):  # a node's message (or an edit): its version is the latest
-                known = self._known(event.thread_id, types, ask_store=False)
-                mid = message_id_of(event.content)
-                if known is not None and mid is not None:
-                    known[mid] = stored_digest(event.content, event.metadata)
-                return event
+                self._latest(event, types)
+                continue
             known = self._known(event.thread_id, types, asking, asked)
             if known is None:
                 asking = False  # one failed look-up per batch, not one per thread
-                return event
+                continue
             kept = as_edit(event, known)
             if kept is None:
                 _log.info("journal_input_already_stored", run_id=event.run_id)
-            return kept
+            if kept is not event:
+                changed[index] = kept
+        if not changed:
+            return events
+        out = KnownEvents(handed_over=events.handed_over)  # as select() makes it
+        for index, (event, hints) in enumerate(zip(events, events.hints, strict=True)):
+            new = changed.get(index, event)
+            if new is event:
+                out.add(event, *hints)
+            elif new is not None:  # its metadata changed: encoded by the rules
+                out.add(new, hints[0], NOT_PLAIN)
+        return out
 
-        return select(events, keep)
+    def _latest(self, event: NewEvent, types: tuple[str, ...]) -> None:
+        """A node's message (or an edit) of ``types``: its version is the latest of its id in
+        what is cached of the thread (:meth:`_known` without asking, inline: the thread's
+        messages are cached only once an input of it was looked up)."""
+        read = self._threads.get(event.thread_id)
+        if read is None:
+            return
+        self._threads.move_to_end(event.thread_id)
+        stored = read.get(types)
+        if stored is None:
+            return
+        mid = message_id_of(event.content)
+        if mid is not None:
+            stored.versions[mid] = stored_digest(event.content, event.metadata)

@@ -20,10 +20,10 @@ from journal._runs import FOLDS_MORE, TOOL_CALLS, USAGE_COUNTS, USAGE_KEYS, RunF
 from journal._runs_read import hidden, preview, short_name, usage_values
 from journal._runs_rows import RUN_COLUMNS, merge_values
 from journal._sqlite_rows import EPOCH
-from journal._sqlite_runs import _MODELS, _TIMES, _to_values, add_call
+from journal._sqlite_runs import _MODELS, _TIMES, _to_row, _to_values, add_call
 from journal.events import NewEvent
 
-__all__ = ["keep_going"]
+__all__ = ["keep_going", "start_run"]
 
 _LAST_SEQ: Final = RUN_COLUMNS.index("last_seq")
 _LAST_AT: Final = RUN_COLUMNS.index("last_event_at")
@@ -35,7 +35,8 @@ _FIRST_HUMAN: Final = RUN_COLUMNS.index("first_human")
 _LAST_AI: Final = RUN_COLUMNS.index("last_ai")
 _MESSAGES: Final = frozenset({"message.human", "message.ai"})
 assert RUN_COLUMNS[_TOKENS : _TOKENS + len(USAGE_COUNTS) - 1] == USAGE_COUNTS[1:]
-_ONE_CALL: Final = (1, *(0,) * len(USAGE_KEYS))  # a call without usage
+_NO_USAGE: Final = (0,) * len(USAGE_KEYS)  # a call without usage
+_UNKNOWN: Final = ("unknown", "unknown")  # its model and caller
 
 
 def keep_going(
@@ -43,7 +44,7 @@ def keep_going(
     run_id: str,
     text: str | None,
     rows: Sequence[Sequence[Any]],
-    events: Sequence[tuple[int, NewEvent]],
+    events: Sequence[NewEvent],
 ) -> str | None:
     """``keep_heads`` (:mod:`journal._sqlite_runs`) for the usual append, from its rows: a
     batch of one thread whose events are all of ``run_id``, the run the thread's head
@@ -63,10 +64,56 @@ def keep_going(
     if tail_run != run_id:
         return None
     if tail is None:  # the tail starts at the batch's first event
-        first = rows[0]
-        tail = _to_values(RunFold(thread_id, run_id, first[2], first[2], EPOCH, EPOCH))
-        tail[_TIMES[0]] = tail[_TIMES[1]] = first[8]
-    for row, (_, event) in zip(rows, events, strict=True):
+        tail = _starting(thread_id, run_id, rows[0])
+    return orjson.dumps([tail_run, _folded(tail, cells, rows, events), cells]).decode()
+
+
+def start_run(
+    thread_id: str,
+    run_id: str,
+    text: str | None,
+    rows: Sequence[Sequence[Any]],
+    events: Sequence[NewEvent],
+) -> tuple[str, list[list[Any]]]:
+    """``keep_heads`` for a batch of one thread whose events are all of ``run_id``, a run
+    that is not the tail run of the thread's head (``text``, its ``kept`` as read; ``None``:
+    a new thread): the thread's new ``kept`` and the runs rows to merge
+    (:data:`journal._sqlite_runs.MERGE_RUN_SQL`, before the head's move,
+    :data:`journal._sqlite_schema.MOVE_HEAD_KEPT_SQL`).
+
+    As ``keep_heads`` does: the old tail (if any) and the batch's run each go into their
+    row, the batch's run becomes the tail run (its later events the tail), and its calls
+    are counted into the usage cells; the run is folded by :func:`keep_going`'s rules, from
+    an empty fold at the batch's first event.
+    """
+    _, tail, cells = orjson.loads(text) if text is not None else (None, None, [])
+    merged = [] if tail is None else [_to_row(tail)]
+    folded = _folded(_starting(thread_id, run_id, rows[0]), cells, rows, events)
+    merged.append(_to_row(folded))
+    return orjson.dumps([run_id, None, cells]).decode(), merged
+
+
+def _starting(thread_id: str, run_id: str, first: Sequence[Any]) -> list[Any]:
+    """The values of an empty fold of ``run_id`` starting at the event of row ``first``."""
+    values = _to_values(RunFold(thread_id, run_id, first[2], first[2], EPOCH, EPOCH))
+    values[_TIMES[0]] = values[_TIMES[1]] = first[8]
+    return values
+
+
+def _folded(
+    tail: list[Any],
+    cells: list[list[Any]],
+    rows: Sequence[Sequence[Any]],
+    events: Sequence[NewEvent],
+) -> list[Any]:
+    """``tail`` (a fold's values) with the events of ``rows`` folded in, and their calls
+    counted into the usage ``cells`` (in place)."""
+    # What only adds up (the count, the calls and their usage) is added once, after the
+    # loop (a fold merged in between adds its own: the same sums); the newest seq and time
+    # are the last row's (a merged fold's are its event's, the same values).
+    folded = tools = bare = 0  # bare: model calls without metadata (no usage, unknown names)
+    calls: dict[tuple[str, str], list[Sequence[int]]] = {}  # (model, caller) -> each usage
+    for row, event in zip(rows, events, strict=True):  # each event with its row
         kind = row[5]
         if kind in _MESSAGES:  # a message's text: RunFold.add's rules, on the values
             _message(tail, kind, event)
@@ -74,26 +121,38 @@ def keep_going(
             fold = RunFold.starting(row[2], event)
             fold.add(row[2], event)
             tail = merge_values(tail, _to_values(fold))
+            folded += 1
             continue
-        tail[_LAST_SEQ], tail[_LAST_AT] = row[2], row[8]
-        tail[_COUNT] += 1
         if kind == "llm.end":
-            tail[_LLM_CALLS] += 1
             metadata = event.__dict__["metadata"]
             if not metadata:  # no usage, no model, no caller
-                add_call(cells, "unknown", "unknown", _ONE_CALL)
+                bare += 1
                 continue
-            usage = usage_values(metadata)
-            for index, value in enumerate(usage, start=_TOKENS):
-                tail[index] += value
             model = short_name(metadata.get("model"))
             if model is not None and model not in tail[_MODELS]:
                 tail[_MODELS].append(model)
             caller = short_name(metadata.get("caller")) or "unknown"
-            add_call(cells, model or "unknown", caller, (1, *usage))
+            key, usage = (model or "unknown", caller), usage_values(metadata)
+            usages = calls.get(key)
+            if usages is None:
+                calls[key] = [usage]
+            else:
+                usages.append(usage)
         elif kind in TOOL_CALLS:
-            tail[_TOOL_CALLS] += 1
-    return orjson.dumps([tail_run, tail, cells]).decode()
+            tools += 1
+    tail[_LAST_SEQ], tail[_LAST_AT] = rows[-1][2], rows[-1][8]
+    tail[_COUNT] += len(rows) - folded
+    tail[_TOOL_CALLS] += tools
+    if bare:  # (their cell and another call's of unknown names add up alike)
+        tail[_LLM_CALLS] += bare
+        add_call(cells, *_UNKNOWN, (bare, *_NO_USAGE))
+    for (model, caller), usages in calls.items():
+        sums = usages[0] if len(usages) == 1 else [sum(c) for c in zip(*usages, strict=True)]
+        tail[_LLM_CALLS] += len(usages)
+        for index, value in enumerate(sums, start=_TOKENS):
+            tail[index] += value
+        add_call(cells, model, caller, (len(usages), *sums))
+    return tail
 
 
 def _message(tail: list[Any], kind: str, event: NewEvent) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any, Final
 
 from journal import _sqlite_runs as runs
@@ -17,19 +18,29 @@ from journal import _sqlite_schema as sql
 from journal._batch import PreparedBatch, encoded_texts, records_in_order, stored_record
 from journal._runs import project
 from journal._sqlite_rows import EPOCH, MICROSECOND, row_to_event
-from journal._sqlite_tail import keep_going
+from journal._sqlite_tail import keep_going, start_run
 from journal.events import NewEvent, RunEvent
 
 __all__ = ["append_events", "by_event_ids"]
 
 _ID_CHUNK: Final = 500  # stays far below SQLite's bound-parameter limit
+#: Rows one multi-row insert takes: one statement step per chunk costs less than a step per
+#: row (``executemany``), 450 parameters stay far below SQLite's limit.
+_CHUNK: Final = 50
+_ROW_VALUES: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+assert sql.INSERT_EVENT_SQL.endswith(f" VALUES {_ROW_VALUES}")
+_INSERT_CHUNK_SQL: Final = sql.INSERT_EVENT_SQL + f", {_ROW_VALUES}" * (_CHUNK - 1)
 
 
 def append_events(
-    conn: sqlite3.Connection, events: Sequence[NewEvent], new_ids: set[str] | None = None
+    conn: sqlite3.Connection,
+    events: Sequence[NewEvent],
+    new_ids: set[str] | None = None,
+    records: bool = True,
 ) -> list[RunEvent]:
     """Append a prepared batch on ``conn``; the stored records in input order (``new_ids``
-    gets the ids of the events it stored)."""
+    gets the ids of the events it stored). ``records=False``: the same write, and no
+    records (an empty list) for a caller that does not use them."""
     if type(events) is PreparedBatch:  # the usual batch: its texts and owned, as they are
         texts: Sequence[tuple[str, str]] = events.texts
         owned: Sequence[bool] = events.owned
@@ -39,11 +50,12 @@ def append_events(
         usable = isinstance(found, list) and len(found) == len(events)
         owned = found if usable else [False] * len(events)
     try:  # optimistic: event ids are almost always new, so skip looking them up
-        return _write(conn, events, texts, owned, look_up=False, new_ids=new_ids)
+        return _write(conn, events, texts, owned, look_up=False, new_ids=new_ids, records=records)
     except sqlite3.IntegrityError as e:
         if "event_id" not in str(e):
             raise
-    return _write(conn, events, texts, owned, look_up=True, new_ids=new_ids)  # some stored
+    # some stored already
+    return _write(conn, events, texts, owned, look_up=True, new_ids=new_ids, records=records)
 
 
 def _write(
@@ -54,11 +66,13 @@ def _write(
     *,
     look_up: bool,
     new_ids: set[str] | None = None,
+    records: bool = True,
 ) -> list[RunEvent]:
     """One transaction: keep the runs, insert the new events after each head, move it.
 
     One pass over the batch numbers each new event after its thread's head and builds its
-    row; the records are made after the commit (an owned event becomes its own record).
+    row; the records are made after the commit (an owned event becomes its own record),
+    unless ``records`` is false (then none: an empty list).
     """
     conn.execute("BEGIN IMMEDIATE")  # the write lock up front (journal._sqlite_conn)
     try:
@@ -68,12 +82,13 @@ def _write(
         heads: dict[str, list[int]] = {}  # thread -> [old last seq, new last seq, times]
         stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
         rows: list[tuple[Any, ...]] = []
-        numbered: list[tuple[int, NewEvent]] = []
+        add_row = rows.append
         fresh: list[int] = []  # with look_up: the batch index of each new event
         taken: set[str] = set(known)
         run_id = events[0].__dict__["run_id"]
         one_run = True  # every new event of one run (the usual batch)
-        for index, event in enumerate(events):
+        head_thread, head = None, [0, 0, 0, 0]  # the last event's thread, and its head
+        for index, (event, (content, metadata)) in enumerate(zip(events, texts, strict=True)):
             values = event.__dict__
             event_id = values["event_id"]
             if look_up:  # (else an id stored already, or twice in the batch, fails the
@@ -83,30 +98,27 @@ def _write(
                 fresh.append(index)
             thread = values["thread_id"]
             at = (values["created_at"] - EPOCH) // MICROSECOND  # to_micros, inline
-            head = heads.get(thread)
-            if head is None:  # the head row, read once: its last seq and what runs keep in it
-                row = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
-                base, stored[thread] = (row[0], row[1]) if row else (0, None)
-                head = heads[thread] = [base, base, at, at]
+            if thread != head_thread:  # (most batches are of one thread)
+                found = heads.get(thread)
+                if found is None:  # the head row, read once: its last seq and what runs keep
+                    row = conn.execute(sql.HEAD_ROW_SQL, (thread,)).fetchone()
+                    base, stored[thread] = (row[0], row[1]) if row else (0, None)
+                    found = heads[thread] = [base, base, at, at]
+                head_thread, head = thread, found
             seq = head[1] = head[1] + 1
             head[3] = at
-            content, metadata = texts[index]
             run = values["run_id"]
             if run != run_id:
                 one_run = False
-            rows.append((event_id, thread, seq, run, values["category"],
-                         values["event_type"], content, metadata, at))  # fmt: skip
-            numbered.append((seq, event))
-        going = None  # the usual batch: its run goes on (no Projection, no runs row)
-        if one_run and len(heads) == 1 and rows:
-            newest = rows[-1]  # its thread, seq and time are the head's new ones
-            going = keep_going(newest[1], run_id, stored[newest[1]], rows, numbered)
-        if going is not None:
-            conn.executemany(sql.INSERT_EVENT_SQL, rows)
-            conn.execute(sql.CONTINUE_HEAD_SQL, (newest[2], newest[8], going, newest[1]))
+            add_row((event_id, thread, seq, run, values["category"], values["event_type"],
+                     content, metadata, at))  # fmt: skip
+        # the new events, each at its row's place (all of them, unless some were stored)
+        new: Sequence[NewEvent] = [events[index] for index in fresh] if look_up else events
+        if one_run and len(heads) == 1 and rows:  # the usual batch: one run of one thread
+            _write_one_run(conn, run_id, heads, stored, rows, new)
         else:
-            kept = runs.keep_heads(conn, project(numbered), stored)
-            conn.executemany(sql.INSERT_EVENT_SQL, rows)
+            kept = runs.keep_heads(conn, project(_numbered(rows, new)), stored)
+            _insert(conn, rows)
             for thread, (base, last, first_at, last_at) in heads.items():  # the head follows
                 text, goes_on = kept[thread]
                 if goes_on:
@@ -121,20 +133,66 @@ def _write(
             conn.execute("ROLLBACK")
         raise
     if new_ids is not None:
-        new_ids.update(event.__dict__["event_id"] for _, event in numbered)
+        new_ids.update(event.__dict__["event_id"] for event in new)
+    if not records:
+        return []
     if not look_up:  # every event new and once: the records, in order
         return [
-            stored_record(event, seq, own)
-            for (seq, event), own in zip(numbered, owned, strict=True)
+            stored_record(event, row[2], own)
+            for row, event, own in zip(rows, events, owned, strict=True)
         ]
-    records = [
-        stored_record(event, seq, owned[index])
-        for (seq, event), index in zip(numbered, fresh, strict=True)
+    made = [
+        stored_record(event, row[2], owned[index])
+        for row, event, index in zip(rows, new, fresh, strict=True)
     ]
-    if len(records) == len(events):
-        return records
-    known.update((record.event_id, record) for record in records)
+    if len(made) == len(events):
+        return made
+    known.update((record.event_id, record) for record in made)
     return records_in_order(events, known)
+
+
+def _write_one_run(
+    conn: sqlite3.Connection,
+    run_id: str,
+    heads: dict[str, list[int]],
+    stored: dict[str, str | None],
+    rows: list[tuple[Any, ...]],
+    events: Sequence[NewEvent],
+) -> None:
+    """Insert the rows of a batch of one thread whose events are all of ``run_id`` and move
+    the head, without a Projection: the run goes on (folded into the head's tail, no runs
+    row written) or begins (its row merged, :func:`journal._sqlite_tail.start_run`)."""
+    thread = rows[-1][1]
+    base, last, first_at, last_at = heads[thread]
+    going = keep_going(thread, run_id, stored[thread], rows, events)
+    if going is not None:
+        _insert(conn, rows)
+        conn.execute(sql.CONTINUE_HEAD_SQL, (last, last_at, going, thread))
+        return
+    text, merged = start_run(thread, run_id, stored[thread], rows, events)
+    conn.executemany(runs.MERGE_RUN_SQL, merged)  # before the head's move counts the runs
+    _insert(conn, rows)
+    conn.execute(sql.MOVE_HEAD_KEPT_SQL, (thread, last, first_at, last_at, base, text))
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` in their order (each row as by ``INSERT_EVENT_SQL``, its triggers
+    run for each row in turn): whole chunks of :data:`_CHUNK` rows by one statement each, the
+    rest by ``executemany`` (a single row by ``execute``)."""
+    whole = len(rows) - len(rows) % _CHUNK
+    for start in range(0, whole, _CHUNK):
+        conn.execute(_INSERT_CHUNK_SQL, list(chain.from_iterable(rows[start : start + _CHUNK])))
+    if whole == len(rows) - 1:  # one row (a single-event append): no executemany
+        conn.execute(sql.INSERT_EVENT_SQL, rows[-1])
+    elif whole < len(rows):
+        conn.executemany(sql.INSERT_EVENT_SQL, rows[whole:] if whole else rows)
+
+
+def _numbered(
+    rows: Sequence[Sequence[Any]], events: Sequence[NewEvent]
+) -> list[tuple[int, NewEvent]]:
+    """Each new event with its seq (its row's), for the projection."""
+    return [(row[2], event) for row, event in zip(rows, events, strict=True)]
 
 
 def by_event_ids(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, RunEvent]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from time import monotonic
 from typing import Any, Final, TypeVar
@@ -40,7 +40,7 @@ from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import KnownEvents, prepare_batch
+from journal._batch import EventLike, KnownEvents, prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, is_busy, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
@@ -226,7 +226,7 @@ class SqliteEventStore(RunEventStore):
     # -- writes --------------------------------------------------------------------------------
 
     def _append(
-        self, events: Sequence[NewEvent], new_ids: set[str] | None = None
+        self, events: Sequence[NewEvent], new_ids: set[str] | None = None, records: bool = True
     ) -> list[RunEvent]:
         # _run, inline: the first attempt needs no closure (most appends find the lock free)
         pool, started = self._pool, monotonic()
@@ -234,12 +234,12 @@ class SqliteEventStore(RunEventStore):
             conn = pool.take()
             try:
                 try:
-                    return append_events(conn, events, new_ids)
+                    return append_events(conn, events, new_ids, records)
                 except sqlite3.OperationalError as e:
                     if not is_busy(e):
                         raise
                 return retry_busy(
-                    lambda: append_events(conn, events, new_ids),
+                    lambda: append_events(conn, events, new_ids, records),
                     deadline_s=self._retry_deadline,
                     started=started,
                 )
@@ -247,6 +247,24 @@ class SqliteEventStore(RunEventStore):
                 pool.give(conn)
         except sqlite3.Error as e:
             raise translate(e, self.path, "append events") from e
+
+    def _append_unreturned(self, events: Iterable[EventLike]) -> None:
+        # the records are not built, unless a subclass or the instance changes the append
+        # (then its own runs, as the journal's writer called it before)
+        kind, own = type(self), self.__dict__
+        if (
+            kind.append is not RunEventStore.append
+            or kind._append is not SqliteEventStore._append
+            or "append" in own
+            or "_append" in own
+        ):
+            self.append(events)
+            return
+        prepared = self.prepare(events)
+        if self._closed:
+            self._check_open()
+        if prepared:
+            self._append(prepared, records=False)
 
     def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
         new_ids: set[str] = set()

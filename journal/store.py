@@ -126,6 +126,12 @@ class RunEventStore(ABC):
             return []
         return self._append(prepared)
 
+    def _append_unreturned(self, events: Iterable[EventLike]) -> None:
+        """:meth:`append` for a caller that does not use the records it returns (the journal's
+        writer): the same validation, errors and writes; a backend may skip building the
+        records."""
+        self.append(events)
+
     def read(
         self,
         thread_id: str,

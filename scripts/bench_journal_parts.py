@@ -12,7 +12,10 @@ collector paused:
   records, event ids, and whatever checks the writer makes before the store's);
 * ``prepare``: ``SqliteEventStore.prepare`` of the batches (validation, encoding, caps);
 * ``append``: ``SqliteEventStore.append`` of the batches into a fresh database (``prepare``
-  included).
+  included);
+* ``writer append``: the same batches (built again) as the journal's writer appends them
+  (``_append_unreturned``: the records it does not use are not built), into another fresh
+  database.
 
 Read ``build`` and ``prepare`` together when comparing trees: work moves between them (a
 writer that checks and encodes what it builds leaves ``prepare`` less to do).
@@ -129,7 +132,8 @@ def main() -> None:
     load_before = os.getloadavg()
     recorder = Recorder()
     make_agent(args.steps).invoke({"messages": [HumanMessage("go")]}, run_config([recorder], "t"))
-    times: dict[str, list[float]] = {"callbacks": [], "build": [], "prepare": [], "append": []}
+    times: dict[str, list[float]] = {"callbacks": [], "build": [], "prepare": [], "append": [],
+                                     "writer append": []}  # fmt: skip
     events = 0
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
@@ -142,10 +146,17 @@ def main() -> None:
             prepared_in, _ = cpu(partial(_each, store.prepare, batches))
             appended_in, _ = cpu(partial(_each, store.append, batches))
             store.close()
+            again = Writer(MemoryEventStore(), Spool(tmp / "unused-again.jsonl"))
+            queued = replay(recorder.calls, tmp)
+            chunks = [queued[k : k + _BATCH] for k in range(0, len(queued), _BATCH)]
+            fresh = _each(again._build, chunks)
+            store = SqliteEventStore(tmp / f"parts-writer-{run}.db")
+            written_in, _ = cpu(partial(_each, store._append_unreturned, fresh))
+            store.close()
             events = sum(map(len, batches))
             if run:  # the first round warms up
                 for name, value in zip(
-                    times, (spent, built_in, prepared_in, appended_in), strict=True
+                    times, (spent, built_in, prepared_in, appended_in, written_in), strict=True
                 ):
                     times[name].append(value)
     print(f"{len(recorder.calls)} callbacks, {events} events per run; {args.runs} runs\n")

@@ -267,6 +267,7 @@ def phases(events: int, size: int) -> None:
     from journal._batch import prepare_batch, stored_record
     from journal._runs import project
     from journal._sqlite_tail import keep_going
+    from journal._sqlite_write import _insert as insert
 
     spent: dict[str, list[float]] = {}
 
@@ -317,16 +318,16 @@ def phases(events: int, size: int) -> None:
             newest = rows[-1]
             going = None
             if one_run and len(heads) == 1:
-                going = keep_going(newest[1], run_id, stored[newest[1]], rows, numbered)
+                going = keep_going(newest[1], run_id, stored[newest[1]], rows, prepared)
             if going is not None:
                 t = lap("runs and usage: fold into the head (Python)", t)
-                conn.executemany(schema.INSERT_EVENT_SQL, rows)
+                insert(conn, rows)
                 t = lap("insert the events (SQL)", t)
                 conn.execute(schema.CONTINUE_HEAD_SQL, (newest[2], newest[8], going, newest[1]))
             else:  # a thread's first batch (warm-up only: every later one goes on)
                 kept = runs.keep_heads(conn, project(numbered), stored)
                 t = lap("runs and usage: fold into the head (Python)", t)
-                conn.executemany(schema.INSERT_EVENT_SQL, rows)
+                insert(conn, rows)
                 t = lap("insert the events (SQL)", t)
                 for thread, (base, last, first_at, last_at) in heads.items():
                     conn.execute(

@@ -1,7 +1,8 @@
 """The SQLite append's usual runs upkeep (a batch of the run the thread is in, folded straight
-into the head's stored tail, :func:`journal._sqlite_tail.keep_going`) keeps exactly what the
-general path (:func:`journal._runs.project` and :func:`journal._sqlite_runs.keep_heads`) keeps,
-for every kind of event and every shape of metadata a caller may write."""
+into the head's stored tail, :func:`journal._sqlite_tail.keep_going`; a run's first batch,
+:func:`journal._sqlite_tail.start_run`) keeps exactly what the general path
+(:func:`journal._runs.project` and :func:`journal._sqlite_runs.keep_heads`) keeps, for every
+kind of event and every shape of metadata a caller may write."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from journal import _sqlite_runs as sqlite_runs
 from journal import _sqlite_schema as sqlite_schema
 from journal._runs import project
 from journal._sqlite_rows import to_micros
-from journal._sqlite_tail import keep_going
+from journal._sqlite_tail import keep_going, start_run
 from journal.encoding import dumps
 from journal.events import NewEvent
 from journal.testing._helpers import T0
@@ -130,7 +131,7 @@ def test_a_run_going_on_keeps_what_the_general_path_keeps(
         seq += len(batch)
         expected, goes_on = sqlite_runs.keep_heads(conn, project(numbered), {"t1": kept})["t1"]
         assert goes_on
-        got = keep_going("t1", "r1", kept, _rows(numbered), numbered)
+        got = keep_going("t1", "r1", kept, _rows(numbered), [e for _, e in numbered])
         assert got == expected
         kept = expected
 
@@ -141,7 +142,44 @@ def test_another_run_or_a_new_thread_takes_the_general_path() -> None:
     conn = _connection()
     numbered = _events([(("trace", "llm.end"), {}, None)], 1)
     kept, _ = sqlite_runs.keep_heads(conn, project(numbered), {"t1": None})["t1"]
-    rows = _rows(numbered)
-    assert keep_going("t1", "r1", None, rows, numbered) is None
-    assert keep_going("t1", "r2", kept, rows, numbered) is None
-    assert keep_going("t1", "r1", kept, rows, numbered) is not None
+    rows, events = _rows(numbered), [e for _, e in numbered]
+    assert keep_going("t1", "r1", None, rows, events) is None
+    assert keep_going("t1", "r2", kept, rows, events) is None
+    assert keep_going("t1", "r1", kept, rows, events) is not None
+
+
+def _of_run(numbered: list[tuple[int, NewEvent]], run_id: str) -> list[tuple[int, NewEvent]]:
+    return [(seq, e.model_copy(update={"run_id": run_id})) for seq, e in numbered]
+
+
+def _runs_table(conn: sqlite3.Connection) -> list[Any]:
+    return conn.execute("SELECT * FROM runs ORDER BY thread_id, run_id").fetchall()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_EVENT, min_size=1, max_size=4), max_size=2),
+    st.lists(_EVENT, min_size=1, max_size=6),
+)
+def test_a_runs_first_batch_keeps_what_the_general_path_keeps(
+    before: list[list[Any]], batch: list[Any]
+) -> None:
+    """A batch of a run new to its thread (the thread's first, or after another run's batches:
+    its tail empty or not) gives, by :func:`start_run`, the very ``kept`` the projection's
+    path gives, and the same runs rows once merged."""
+    general, usual = _connection(), _connection()
+    kept: str | None = None
+    seq = 1
+    for earlier in before:  # run r1's batches, the same on both sides
+        numbered = _events(earlier, seq)
+        seq += len(earlier)
+        for conn in (general, usual):
+            text, _ = sqlite_runs.keep_heads(conn, project(numbered), {"t1": kept})["t1"]
+        kept = text
+    numbered = _of_run(_events(batch, seq), "r2")
+    expected, goes_on = sqlite_runs.keep_heads(general, project(numbered), {"t1": kept})["t1"]
+    assert not goes_on
+    got, merged = start_run("t1", "r2", kept, _rows(numbered), [e for _, e in numbered])
+    usual.executemany(sqlite_runs.MERGE_RUN_SQL, merged)
+    assert got == expected
+    assert _runs_table(usual) == _runs_table(general)
