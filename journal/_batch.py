@@ -177,27 +177,33 @@ def prepare_batch(
             event, content_hint, metadata_hint = usual
         else:
             event, content_hint, metadata_hint = _validated(raw, index)
-        values = event.__dict__
-        # the usual texts inline: plain data (orjson writes the rules' bytes), no metadata
-        if type(content_hint) is str:
-            content = content_hint
-        elif content_hint == PLAIN:
-            content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
-        else:
-            content = _text(values["content"], content_hint)
-        if type(metadata_hint) is str:
-            metadata = metadata_hint
-        elif metadata_hint == PLAIN:
-            value = values["metadata"]
-            metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
-        else:
-            metadata = _text(values["metadata"], metadata_hint)
+        content, metadata = _texts(event.__dict__, content_hint, metadata_hint)
         if len(content) > small or len(metadata) > metadata_small:  # (else it fits any cap)
             event, content, metadata = _fitted(event, content, metadata, content_caps, metadata_cap)
         keep(event)
         keep_texts((content, metadata))
         keep_owned(event is not raw)
     return prepared
+
+
+def _texts(values: dict[str, Any], content_hint: Hint, metadata_hint: Hint) -> tuple[str, str]:
+    """The content and metadata texts of an event's ``values``: a hint that is a text is the
+    text (a stored record's, the journal's writer's); plain data is orjson's (it writes the
+    rules' bytes for it), empty metadata the empty object; else the rules' encoding."""
+    if type(content_hint) is str:
+        content = content_hint
+    elif content_hint == PLAIN:
+        content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
+    else:
+        content = _text(values["content"], content_hint)
+    if type(metadata_hint) is str:
+        metadata = metadata_hint
+    elif metadata_hint == PLAIN:
+        value = values["metadata"]
+        metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
+    else:
+        metadata = _text(values["metadata"], metadata_hint)
+    return content, metadata
 
 
 def _prepare_known(
@@ -220,21 +226,7 @@ def _prepare_known(
         event: NewEvent = raw
         if not records and type(raw) is RunEvent:
             event = construct(NewEvent, _stored_values(raw))
-        values = event.__dict__
-        # a text handed over is the text (a stored record's, the journal's writer's)
-        if type(content_hint) is str:
-            content = content_hint
-        elif content_hint == PLAIN:
-            content = _orjson_dumps(values["content"], option=_SORT_KEYS).decode()
-        else:
-            content = _text(values["content"], content_hint)
-        if type(metadata_hint) is str:
-            metadata = metadata_hint
-        elif metadata_hint == PLAIN:
-            value = values["metadata"]
-            metadata = _orjson_dumps(value, option=_SORT_KEYS).decode() if value else _EMPTY_OBJECT
-        else:
-            metadata = _text(values["metadata"], metadata_hint)
+        content, metadata = _texts(event.__dict__, content_hint, metadata_hint)
         if len(content) > small or len(metadata) > metadata_small:  # (else it fits any cap)
             event, content, metadata = _fitted(event, content, metadata, content_caps, metadata_cap)
         if event is not raw:  # the batch's own now
