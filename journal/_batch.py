@@ -226,8 +226,14 @@ def _prepare_known(
         event: NewEvent = raw
         if not records and type(raw) is RunEvent:
             event = construct(NewEvent, _stored_values(raw))
-        content, metadata = _texts(event.__dict__, content_hint, metadata_hint)
-        if len(content) > small or len(metadata) > metadata_small:  # (else it fits any cap)
+        values = event.__dict__
+        content, metadata = _texts(values, content_hint, metadata_hint)
+        # (a short text fits any cap; a category without one is refused, as by _fitted)
+        if (
+            len(content) > small
+            or len(metadata) > metadata_small
+            or values["category"] not in content_caps
+        ):
             event, content, metadata = _fitted(event, content, metadata, content_caps, metadata_cap)
         if event is not raw:  # the batch's own now
             prepared[len(texts)] = event

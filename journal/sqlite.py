@@ -249,12 +249,12 @@ class SqliteEventStore(RunEventStore):
             raise translate(e, self.path, "append events") from e
 
     def _append_unreturned(self, events: Iterable[EventLike]) -> None:
-        # the records are not built, unless a subclass or the instance changes the append
-        # (then its own runs, as the journal's writer called it before)
+        # the records are not built, unless a subclass, the class (a patch, instrumentation)
+        # or the instance changes the append: then its own runs, as the writer called it before
         kind, own = type(self), self.__dict__
         if (
-            kind.append is not RunEventStore.append
-            or kind._append is not SqliteEventStore._append
+            kind.append is not _BASE_APPEND
+            or kind._append is not _OWN_APPEND
             or "append" in own
             or "_append" in own
         ):
@@ -402,3 +402,9 @@ class SqliteEventStore(RunEventStore):
 
     def _close(self) -> None:
         self._pool.close()
+
+
+#: The appends as this module defines them, taken when it loads: a store whose class has
+#: another (a subclass's, or a patch set on the class later) gets its own from the writer.
+_BASE_APPEND: Final = RunEventStore.append
+_OWN_APPEND: Final = SqliteEventStore._append

@@ -223,7 +223,75 @@ def test_a_subclass_that_changes_the_append_gets_its_own(tmp_path: Path) -> None
     assert Plain._append_unreturned is RunEventStore._append_unreturned
 
 
+def test_an_append_patched_on_the_class_is_what_the_journal_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrapper set on the class (``monkeypatch``, ``mock.patch.object``, instrumentation)
+    of ``RunEventStore.append`` or of ``SqliteEventStore._append`` in its documented form
+    (``events, new_ids=None``) runs for the journal's writes of a real run, and every event is
+    stored (the writer's append without records compared the class with itself: the wrapper
+    never ran, and the older ``_append`` form dropped every event as bad input)."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+
+    from journal import RunJournal
+    from tests.fakes import ScriptedChatModel, ai
+
+    calls: list[str] = []
+    append, private = RunEventStore.append, SqliteEventStore._append
+
+    def spied(self: RunEventStore, events: Any) -> Any:
+        calls.append("append")
+        return append(self, events)
+
+    def wrapped(self: SqliteEventStore, events: Any, new_ids: Any = None) -> Any:
+        calls.append("_append")
+        return private(self, events, new_ids)
+
+    for name, owner, wrapper in (
+        ("append", RunEventStore, spied),
+        ("_append", SqliteEventStore, wrapped),
+    ):
+        calls.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, wrapper)
+            store = SqliteEventStore(tmp_path / f"{name}.db")
+            journal = RunJournal(store, spool_path=tmp_path / f"{name}.jsonl")
+            agent = create_agent(ScriptedChatModel([ai("hello")]), [])
+            config: Any = {"configurable": {"thread_id": "t"}, "callbacks": [journal]}
+            agent.invoke({"messages": [HumanMessage("hi")]}, config)
+            assert journal.flush(10)
+            journal.close()
+            types = [e.event_type for e in store.read("t")]
+            store.close()
+        assert calls and set(calls) == {name}, name
+        assert types[0] == "run.start" and types[-1] == "run.end", types
+        assert "message.human" in types and "message.ai" in types
+
+
 # -- prepare of a KnownEvents batch -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [5, 100_000])
+def test_a_known_event_of_no_known_category_is_refused_whatever_its_size(
+    tmp_path: Path, size: int
+) -> None:
+    """A handed-over event whose category has no cap (a maker's fault) is refused, the batch
+    with it, also when its texts are short (the check for short texts skipped the cap and
+    with it the category)."""
+    good = _event(("t", "r", ("trace", "tool.end"), {}, {}, 1), 0)
+    values = {**_event(("t", "r", ("trace", "tool.end"), {"x": "y" * size}, {}, 2), 1).__dict__}
+    values["category"] = "bogus"
+    bad = construct(NewEvent, values)
+    store = SqliteEventStore(tmp_path / "known.db")
+    batch = KnownEvents(handed_over=True)
+    for event in (good, bad):
+        batch.add(event, plain_kind(event.content), plain_kind(event.metadata))
+    for append in (store.append, store._append_unreturned):
+        with pytest.raises(KeyError, match="bogus"):
+            append(batch)
+    assert store.last_seq("t") == 0
+    store.close()
 
 
 def _hint(value: Any, how: str) -> Any:
