@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 from uuid import UUID
 
@@ -19,7 +21,7 @@ __all__ = ["RunRegistry"]
 
 #: How many runs of finished roots the journal remembers (to ignore work they left running).
 _FINISHED_CAPACITY: Final = 10_000
-_NO_METADATA: Final[dict[str, Any]] = {}
+_NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})  # shared: read only
 
 
 class RunRegistry:

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -210,7 +210,7 @@ class Node:
         }
 
 
-def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tuple[str, bool]:
+def caller_for(parent: Node | None, name: str, metadata: Mapping[str, Any]) -> tuple[str, bool]:
     """``(caller, top)`` of a run started under ``parent`` (``None``: directly under the root).
 
     A node of the root graph is ``agent``, or ``middleware:<Class>`` for a middleware hook node
@@ -239,7 +239,7 @@ def caller_for(parent: Node | None, name: str, metadata: dict[str, Any]) -> tupl
     return caller, False
 
 
-def _task_call(parent: Node, namespace: str, metadata: dict[str, Any]) -> bool:
+def _task_call(parent: Node, namespace: str, metadata: Mapping[str, Any]) -> bool:
     """Whether the run is a functional-API task that ``parent`` called: LangGraph pushes it
     with the path ``(push, <caller's task path>, <index>, True)`` and the namespace
     ``<caller's namespace>|<task>:<id>`` (a nested graph's runs have a path of its own)."""
