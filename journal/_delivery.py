@@ -135,6 +135,10 @@ class Delivery:
         self._down_until = 0.0
         return count
 
+    def spool_waits(self) -> bool:
+        """Whether spooled events wait for the store to come back (to be replayed)."""
+        return bool(self._spooled_threads)
+
     def may_read(self) -> bool:
         """Whether the writer may read the store now: not stopped (closing), not down."""
         return not self._stopped and not self._store_down()

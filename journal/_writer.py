@@ -4,8 +4,10 @@ Guarantees:
 
 * Events are written in the order they were put, per thread (a thread's events never overtake
   each other, whether they go to the store or to the spool).
-* The writer flushes when ``max_batch`` events wait, at least every ``flush_interval`` seconds,
-  and on :meth:`wake` / :meth:`flush`.
+* The writer flushes when ``max_batch`` events wait, at least every ``flush_interval`` seconds
+  while events are queued, and on :meth:`wake` / :meth:`flush`. While nothing is queued and
+  no spooled event waits for the store, its thread sleeps until the next :meth:`put` (no
+  wake-up every interval in an idle process).
 * A failed batch is retried with backoff under the same ``event_id`` values (the store skips
   ids it already holds, so an unknown outcome never duplicates). After the retry budget the
   batch goes to the spool, and so does every later event of the same thread while the spool
@@ -120,6 +122,11 @@ class Writer:
         )
         self._items: deque[Pending | _Control] = deque()
         self._wake = threading.Event()
+        # set by anything that gives an idle writer work (a put, a wake, a control, close);
+        # the writer sleeps on it while nothing is queued and nothing spooled waits for the
+        # store, instead of waking every flush_interval for nothing
+        self._busy = threading.Event()
+        self._asleep = False  # the writer is (about to be) asleep on _busy: a put sets it
         self._lock = threading.Lock()
         # held while taking a batch and while building it (no I/O), and to abandon the
         # writer at close; between the two, the batch taken is in _taken
@@ -157,6 +164,8 @@ class Writer:
         self._items.append(item)
         if self._thread is None:
             self._start()
+        if self._asleep:  # the first event after an idle spell: it is written by the interval
+            self._busy.set()
         if len(self._items) >= self.max_batch:
             self.wake()
         return True
@@ -165,6 +174,7 @@ class Writer:
         """Ask the writer to write what is queued now, without waiting for it."""
         if not self._wake.is_set():
             self._wake.set()
+            self._busy.set()
 
     def settled(self) -> None:
         """A :class:`Later` content was settled: wake the writer if it waits for one."""
@@ -214,6 +224,7 @@ class Writer:
         done = self._run_control(_Control(self._delivery.drain_spool), budget)
         self._closed = True
         self._wake.set()
+        self._busy.set()
         ok = True if done else self._abandon()  # (after the writer's spooling, if any)
         thread = self._thread
         if thread is not None:
@@ -264,6 +275,7 @@ class Writer:
         if self._thread is None:
             self._start()
         self._wake.set()
+        self._busy.set()
         return control.done.wait(timeout)
 
     def _start(self) -> None:
@@ -280,13 +292,23 @@ class Writer:
     def _loop(self) -> None:
         self._delivery.adopt_spool()
         while True:
-            self._wake.wait(self.flush_interval)
+            self._sleep_while_idle()
+            self._wake.wait(self.flush_interval)  # a batch gathers, unless woken
             self._wake.clear()
             self._drain()
             if self._abandoned or (self._closed and not self._items):
                 return
             if not self._items:
                 self._delivery.drain_spool()  # idle: the store may be back
+
+    def _sleep_while_idle(self) -> None:
+        """Sleep until there is work: nothing queued, nothing spooled that waits for the
+        store to come back (those are retried every interval), not closing."""
+        self._busy.clear()
+        self._asleep = True  # before the look at the queue: a put after it sees the flag
+        if not self._items and not self._closed and not self._delivery.spool_waits():
+            self._busy.wait()
+        self._asleep = False
 
     def _drain(self) -> None:
         while not self._abandoned:

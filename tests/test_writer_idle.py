@@ -1,0 +1,101 @@
+"""An idle journal's writer thread sleeps: it woke every ``flush_interval`` for nothing.
+
+A process that keeps a ``RunJournal`` between runs (a server) paid a wake-up of the writer
+thread, its locks and a look at the spool, ten times a second forever. The writer now sleeps
+while nothing is queued and nothing spooled waits for the store, and the first event after an
+idle spell still reaches the store within the interval, without a flush.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+
+from journal import RunJournal, SqliteEventStore
+from tests.fakes import ScriptedChatModel, ai, call
+from tests.flaky_stores import FlakyStore
+
+INTERVAL = 0.02
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def run_agent(journal: RunJournal, thread: str) -> None:
+    """One agent run with a tool round, journaled into ``thread``."""
+    agent = create_agent(ScriptedChatModel([ai("", call("add", a=1, b=2)), ai("3")]), [add])
+    agent.invoke(
+        {"messages": [HumanMessage("1+2?")]},
+        {"configurable": {"thread_id": thread}, "callbacks": [journal]},
+    )
+
+
+def count_drains(journal: RunJournal) -> list[int]:
+    """A counter of the writer's drains (each wake-up of its loop drains once)."""
+    writer = journal._writer
+    drain = writer._drain
+    drains = [0]
+
+    def counted() -> None:
+        drains[0] += 1
+        drain()
+
+    writer._drain = counted  # type: ignore[method-assign]
+    return drains
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    """Whether ``condition()`` holds within ``seconds`` (polled)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
+def test_an_idle_writer_does_not_wake_and_the_next_run_is_written_without_a_flush(
+    tmp_path: Path,
+) -> None:
+    """Between runs the writer does not wake; the next run reaches the store on its own."""
+    store = SqliteEventStore(tmp_path / "j.db")
+    journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl", flush_interval=INTERVAL)
+    run_agent(journal, "first")
+    assert journal.flush(10)
+    drains = count_drains(journal)
+    time.sleep(20 * INTERVAL)  # idle: every interval was a wake-up and a drain before
+    assert drains[0] == 0
+    run_agent(journal, "second")  # no flush: the interval writes it
+    assert wait_until(lambda: bool(store.read("second")), 5)
+    types = [e.event_type for e in store.read("second")]
+    assert types[0] == "run.start" and types[-1] == "run.end"
+    assert drains[0] >= 1
+    assert journal.close()
+    store.close()
+
+
+def test_an_idle_writer_still_replays_its_spool_when_the_store_comes_back(
+    tmp_path: Path,
+) -> None:
+    """Spooled events that wait for the store keep the writer retrying while idle."""
+    store = FlakyStore(down=True)
+    spool = tmp_path / "spool.jsonl"
+    journal = RunJournal(
+        store, spool_path=spool, flush_interval=INTERVAL, retry_delays=(0.01, 0.01)
+    )
+    run_agent(journal, "t1")
+    assert journal.flush(10)
+    assert journal.spooled_events > 0 and store.inner.read("t1") == []
+    store.down = False  # nothing more is queued: only the idle writer's retries replay it
+    assert wait_until(lambda: bool(store.inner.read("t1")), 10)
+    assert [e.event_type for e in store.inner.read("t1")][-1] == "run.end"
+    assert wait_until(lambda: not spool.exists(), 5)
+    assert journal.close()
