@@ -20,9 +20,10 @@ from langchain_core.messages import BaseMessage
 
 from journal import _capture as cap
 from journal._kinds import combined_kind, scalars_kind
+from journal._known_inputs import stored_marks
 from journal._queued import SKIP, Extra, Later, Lazy, Pending, Reads
 from journal._stored_state import StoredStates
-from journal.digests import CONTEXT_KEY, ContextIndex, record_kind, stored_digest
+from journal.digests import CONTEXT_KEY, ContextIndex, record_kind
 from journal.encoding import NOT_PLAIN, PLAIN, Plain
 from journal.events import NewEvent
 from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
@@ -33,6 +34,7 @@ __all__ = ["Contents", "ModelOutput"]
 #: Characters of prompt text an ``llm.start`` excerpt keeps.
 _PROMPT_BUDGET: Final = 4 * 1024
 _FETCHED_MAX: Final = 4096
+_MESSAGE_TYPES: Final = tuple(MESSAGE_EVENT_TYPES.values())
 
 
 class Contents:
@@ -143,13 +145,13 @@ class Contents:
             if not self._may_read():
                 return
             try:
-                events = self._store.read(thread_id, event_type=MESSAGE_EVENT_TYPES.values())
+                marks = stored_marks(self._store, thread_id, _MESSAGE_TYPES)
             except Exception:  # the writes will spool anyway; calls inline instead
                 self._read_failed()
                 return
             if len(self._fetched) >= _FETCHED_MAX:  # threads read but never met (no message)
                 self._fetched.clear()
-            self._fetched[thread_id] = [stored_digest(e.content, e.metadata) for e in events]
+            self._fetched[thread_id] = [digest for _, _, digest in marks]
 
     def _stored_digests(self, thread_id: str) -> list[str] | None:
         """The digests read ahead for a thread the index meets (``None``: not read)."""

@@ -17,7 +17,7 @@ remembers the message.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from journal._batch import KnownEvents
@@ -26,7 +26,7 @@ from journal.catalog import stored_message_id
 from journal.digests import stored_digest
 from journal.encoding import NOT_PLAIN
 from journal.events import NewEvent, RunEvent
-from journal.store import RunEventStore
+from journal.store import MessageMark, RunEventStore
 
 __all__ = [
     "HISTORY_TYPES",
@@ -38,6 +38,7 @@ __all__ = [
     "is_input",
     "message_id_of",
     "select",
+    "stored_marks",
     "versions",
 ]
 
@@ -88,6 +89,19 @@ def versions(stored: list[RunEvent]) -> Versions:
     return out
 
 
+def stored_marks(
+    store: RunEventStore, thread_id: str, types: Sequence[str], after_seq: int | None = None
+) -> list[MessageMark]:
+    """``(seq, message id, digest)`` of ``thread_id``'s stored events of ``types`` after
+    ``after_seq``, in seq order (the id and digest :func:`versions` takes): in one read where
+    the store answers it (:meth:`RunEventStore._message_marks`), else from the events."""
+    marks = store._message_marks(thread_id, types, after_seq)
+    if marks is not None:
+        return marks
+    events = store.read(thread_id, event_type=list(types), after_seq=after_seq)
+    return [(e.seq, message_id_of(e.content), stored_digest(e.content, e.metadata)) for e in events]
+
+
 def as_edit(event: NewEvent, known: Versions) -> NewEvent | None:
     """``event`` (an input, see :func:`is_input`) as it is to be stored given the thread's ``known``
     versions (updated): itself for a new message, ``None`` for a repeat, a ``replacement``
@@ -129,11 +143,14 @@ class _Stored:
         self.versions: Versions = {}
         self.seq = 0  # the last seq read
 
-    def add(self, stored: list[RunEvent]) -> None:
-        """Take in ``stored``, the events read after :attr:`seq`, in seq order."""
-        self.versions.update(versions(stored))
+    def add(self, stored: list[MessageMark]) -> None:
+        """Take in ``stored``, the marks of the events read after :attr:`seq`, in seq order."""
+        found = self.versions
+        for _, mid, digest in stored:
+            if mid is not None:
+                found[mid] = digest
         if stored:
-            self.seq = max(self.seq, stored[-1].seq)
+            self.seq = max(self.seq, stored[-1][0])
 
 
 class KnownInputs:
@@ -167,9 +184,7 @@ class KnownInputs:
         if not ask_store or (asked is not None and key in asked):
             return None if known is None else known.versions
         try:
-            stored = self._store.read(
-                thread_id, event_type=list(types), after_seq=known.seq if known else None
-            )
+            stored = stored_marks(self._store, thread_id, types, known.seq if known else None)
         except Exception:  # the store is down: the write will fail and spool anyway
             return None
         if asked is not None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from time import monotonic
 from typing import Any, Final, TypeVar
 
+import orjson
 from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
@@ -57,7 +58,7 @@ from journal.events import (
     ThreadSummary,
     ThreadUsage,
 )
-from journal.store import ReadQuery, RunEventStore
+from journal.store import MessageMark, ReadQuery, RunEventStore
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
@@ -85,6 +86,36 @@ def _excludes_traces(query: ReadQuery) -> bool:
     if categories is not None and "trace" not in categories:
         return True
     return types is not None and not any(_is_trace_type(t) for t in types)
+
+
+#: ``(seq, message id, digest)`` of a thread's events of some types after a seq, as one JSON
+#: array (see :func:`marks_of`); the id and the digest only where they are JSON strings.
+_MARKS_SQL: Final = (
+    "SELECT json_group_array(json_array(seq, "
+    "CASE json_type(content, '$.data.id') WHEN 'text' THEN json_extract(content, '$.data.id') "
+    "END, "
+    "CASE json_type(metadata, '$.digest') WHEN 'text' THEN json_extract(metadata, '$.digest') "
+    "END)) FROM (SELECT seq, content, metadata FROM events "
+    "WHERE thread_id = ? AND seq > ? AND event_type IN ({types}) ORDER BY seq)"
+)
+
+
+def marks_of(text: str) -> list[MessageMark] | None:
+    """The marks of :data:`_MARKS_SQL`'s answer, in seq order; ``None`` (read the events
+    instead) when an event records no digest, or an id or a digest is not ASCII (SQLite's
+    JSON functions may not give back a lone surrogate as the event's text holds it)."""
+    marks: list[MessageMark] = []
+    last, ordered = 0, True
+    for seq, message_id, digest in orjson.loads(text):
+        if digest is None or not digest.isascii():
+            return None
+        if message_id is not None and not message_id.isascii():
+            return None
+        marks.append((seq, message_id, digest))
+        ordered, last = ordered and seq > last, seq
+    if not ordered:  # (an aggregate does not promise the order it is fed in)
+        marks.sort()
+    return marks
 
 
 def _where(query: ReadQuery) -> tuple[str, list[Any]]:
@@ -333,6 +364,38 @@ class SqliteEventStore(RunEventStore):
             events.reverse()
         return events
 
+    def _message_marks(
+        self, thread_id: str, event_types: Sequence[str], after_seq: int | None = None
+    ) -> list[MessageMark] | None:
+        # One row for the whole read: a row per step hands the GIL back and forth per event,
+        # which the journal's writer pays dearly while an agent runs (a thread of 2,200
+        # messages: 55 ms against 4 ms); SQLite's JSON functions read the two fields.
+        kind, own = type(self), self.__dict__
+        if (
+            kind.read is not _BASE_READ
+            or kind._read is not _OWN_READ
+            or "read" in own
+            or "_read" in own
+        ):
+            return None  # a subclass or a patch changes what a read answers: its reads, then
+        types = sorted(set(event_types))
+        if not types:
+            return []
+        self._check_open()
+        statement = _MARKS_SQL.format(types=", ".join("?" * len(types)))
+        params = [thread_id, after_seq or 0, *types]
+
+        def read(conn: sqlite3.Connection) -> str | None:
+            try:
+                return str(conn.execute(statement, params).fetchone()[0])
+            except sqlite3.OperationalError as e:
+                if is_busy(e):
+                    raise
+                return None  # no JSON functions in this SQLite, or a text that is no JSON
+
+        text = self._run("read message marks", read)
+        return None if text is None else marks_of(text)
+
     def _stored_page(self, thread_id: str, after_seq: int, limit: int) -> KnownEvents:
         """The next ``limit`` events of ``thread_id`` after ``after_seq``, with their stored
         texts (:func:`journal.copy.copy_store`'s page: a target neither validates nor encodes
@@ -404,7 +467,10 @@ class SqliteEventStore(RunEventStore):
         self._pool.close()
 
 
-#: The appends as this module defines them, taken when it loads: a store whose class has
-#: another (a subclass's, or a patch set on the class later) gets its own from the writer.
+#: The appends and reads as this module defines them, taken when it loads: a store whose
+#: class has another (a subclass's, or a patch set on the class later) gets its own from the
+#: writer.
 _BASE_APPEND: Final = RunEventStore.append
 _OWN_APPEND: Final = SqliteEventStore._append
+_BASE_READ: Final = RunEventStore.read
+_OWN_READ: Final = SqliteEventStore._read

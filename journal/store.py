@@ -33,7 +33,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar, ParamSpec, Self, TypeVar
+from typing import Any, ClassVar, ParamSpec, Self, TypeAlias, TypeVar
 
 from journal import _runs_default
 from journal._batch import EventLike, PreparedBatch, checked_caps, encoded_texts, prepare_batch
@@ -52,6 +52,7 @@ from journal.truncation import DEFAULT_METADATA_CAP
 __all__ = [
     "EventLike",
     "FilterValue",
+    "MessageMark",
     "PreparedBatch",
     "ReadQuery",
     "RunEventStore",
@@ -61,6 +62,10 @@ __all__ = [
 _DEFAULT_PAGE = 1000
 P = ParamSpec("P")
 T = TypeVar("T")
+
+#: ``(seq, message id, recorded digest)`` of a stored message event (see
+#: :meth:`RunEventStore._message_marks`).
+MessageMark: TypeAlias = tuple[int, str | None, str]
 
 
 class RunEventStore(ABC):
@@ -131,6 +136,18 @@ class RunEventStore(ABC):
         writer): the same validation, errors and writes; a backend may skip building the
         records."""
         self.append(events)
+
+    def _message_marks(
+        self, thread_id: str, event_types: Sequence[str], after_seq: int | None = None
+    ) -> list[MessageMark] | None:
+        """For the journal's writer, which reads a thread's stored messages at its first look:
+        ``(seq, message id, digest)`` of each event of ``thread_id`` of ``event_types`` after
+        ``after_seq``, in seq order, the id as :func:`journal.catalog.stored_message_id` reads
+        it from the content and the digest as the metadata records it (``metadata["digest"]``);
+        or ``None`` when the backend does not answer this in one read, or when an event
+        records no such digest (the caller then reads the events themselves). The base class
+        answers ``None``."""
+        return None
 
     def read(
         self,
