@@ -14,6 +14,8 @@ from datetime import UTC
 from itertools import count
 from typing import Any, Final, TypeVar
 
+import orjson
+
 from journal import _postgres_schema as sql
 from journal._batch import encoded_texts, records_in_order, stored_record
 from journal._postgres_runs import RUN_SELECT, USAGE_SELECT, run_from_row, runs_params, usage_counts
@@ -45,6 +47,7 @@ __all__ = [
     "last_seq_op",
     "list_runs_page_op",
     "list_threads_op",
+    "message_marks_op",
     "migrate_op",
     "read_op",
     "read_usage_op",
@@ -218,6 +221,36 @@ def read_op(query: ReadQuery) -> Op[list[RunEvent]]:
     rows = yield statement, [*params, query.limit]
     events = [to_event(row) for row in rows]
     return events[::-1] if query.newest_first else events
+
+
+#: ``(seq, message id, digest)`` of a thread's events of some types after a seq, the id and
+#: the digest as the JSON texts the events hold (decoded by :func:`message_marks_op`).
+_MARKS: Final = (
+    "SELECT seq, (content -> 'data' -> 'id')::text, (metadata -> 'digest')::text "
+    "FROM runjournal_events WHERE thread_id = %s AND seq > %s AND event_type = ANY(%s) "
+    "ORDER BY seq"
+)
+
+
+def message_marks_op(
+    thread_id: str, event_types: Sequence[str], after_seq: int | None
+) -> Op[list[tuple[int, str | None, str]] | None]:
+    """``(seq, message id, digest)`` of ``thread_id``'s events of ``event_types`` after
+    ``after_seq`` (see :meth:`journal.store.RunEventStore._message_marks`): three short
+    columns a row, not the events; ``None`` when an event records no digest, or a text does
+    not decode (the caller reads the events)."""
+    rows = yield _MARKS, (thread_id, after_seq or 0, sorted(set(event_types)))
+    marks: list[tuple[int, str | None, str]] = []
+    for seq, id_text, digest_text in rows:
+        try:
+            digest = orjson.loads(digest_text) if digest_text is not None else None
+            message_id = orjson.loads(id_text) if id_text is not None else None
+        except orjson.JSONDecodeError:  # (a lone surrogate: the events' own decoding then)
+            return None
+        if type(digest) is not str:
+            return None
+        marks.append((int(seq), message_id if type(message_id) is str else None, digest))
+    return marks
 
 
 def where_clause(query: ReadQuery) -> tuple[str, list[Any]]:

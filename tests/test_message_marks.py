@@ -12,6 +12,8 @@ either way.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,11 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from history import replay, verify
-from journal import MemoryEventStore, RunJournal, SqliteEventStore
+from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
 from journal._known_inputs import message_id_of, stored_marks
 from journal.digests import stored_digest
 from journal.messages import MESSAGE_EVENT_TYPES
+from journal.postgres import PostgresEventStore
 from tests.fakes import ScriptedChatModel, ai, call
 
 TYPES = tuple(MESSAGE_EVENT_TYPES.values())
@@ -72,39 +75,47 @@ def stored_event(draw: Any) -> dict[str, Any]:
             "content": content, "metadata": metadata}  # fmt: skip
 
 
-def from_events(store: SqliteEventStore, thread: str, after: int | None) -> list[Any]:
+def from_events(store: RunEventStore, thread: str, after: int | None) -> list[Any]:
     """The marks as the events themselves give them."""
     events = store.read(thread, event_type=list(TYPES), after_seq=after)
     return [(e.seq, message_id_of(e.content), stored_digest(e.content, e.metadata)) for e in events]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunEventStore]:
+    """A built-in backend that answers the marks in one read (each example its own thread)."""
+    if request.param == "sqlite":
+        store: RunEventStore = SqliteEventStore(tmp_path / "marks.db")
+    else:
+        store = PostgresEventStore(request.getfixturevalue("postgres_db_url"))
+    yield store
+    store.close()
 
 
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(events=st.lists(stored_event(), max_size=12), after=st.one_of(st.none(), st.integers(0, 14)))
-def test_the_marks_read_in_one_row_are_what_the_events_say(
-    tmp_path_factory: pytest.TempPathFactory, events: list[dict[str, Any]], after: int | None
+def test_the_marks_read_at_once_are_what_the_events_say(
+    backend: RunEventStore, events: list[dict[str, Any]], after: int | None
 ) -> None:
-    """One row's marks equal the events' own (or the store says it cannot answer)."""
-    store = SqliteEventStore(tmp_path_factory.mktemp("marks") / "m.db")
-    try:
-        if events:
-            store.append([{**e, "thread_id": "t"} for e in events])
-        store.append([{**e, "thread_id": "other"} for e in events[:3]])
-        marks = store._message_marks("t", TYPES, after)
-        expected = from_events(store, "t", after)
-        if marks is not None:
-            assert marks == expected
-        assert stored_marks(store, "t", TYPES, after) == expected
-        plain = all(
-            isinstance(e["metadata"].get("digest"), str) and e["metadata"]["digest"].isascii()
-            and (not isinstance(mid := message_id_of(e["content"]), str) or mid.isascii())
-            for e in events[after or 0:] if e["event_type"] in TYPES
-        )  # fmt: skip
-        if plain:  # the usual thread: answered in one row
-            assert marks is not None
-    finally:
-        store.close()
+    """The one-read marks equal the events' own (or the store says it cannot answer)."""
+    thread = f"t-{uuid.uuid4().hex}"
+    if events:
+        backend.append([{**e, "thread_id": thread} for e in events])
+        backend.append([{**e, "thread_id": f"{thread}-other"} for e in events[:3]])
+    marks = backend._message_marks(thread, TYPES, after)
+    expected = from_events(backend, thread, after)
+    if marks is not None:
+        assert marks == expected
+    assert stored_marks(backend, thread, TYPES, after) == expected
+    plain = all(
+        isinstance(e["metadata"].get("digest"), str) and e["metadata"]["digest"].isascii()
+        and (not isinstance(mid := message_id_of(e["content"]), str) or mid.isascii())
+        for e in events[after or 0:] if e["event_type"] in TYPES
+    )  # fmt: skip
+    if plain:  # the usual thread: answered at once
+        assert marks is not None
 
 
 def test_a_thread_without_messages_and_other_stores() -> None:
@@ -124,15 +135,25 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@pytest.mark.parametrize("one_row", [True, False], ids=["one-row", "event-reads"])
+@pytest.mark.parametrize("one_row", [True, False], ids=["one-read", "event-reads"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_one_journal_per_request_stores_each_message_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_row: bool
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    one_row: bool,
 ) -> None:
     """Fresh journals on a grown thread: every message once, its calls' context records
     refer to what is stored (nothing inlined), replay is the state, verify exact."""
+    backend = SqliteEventStore if kind == "sqlite" else PostgresEventStore
     if not one_row:
-        monkeypatch.setattr(SqliteEventStore, "_message_marks", lambda self, *a, **k: None)
-    store = SqliteEventStore(tmp_path / "j.db")
+        monkeypatch.setattr(backend, "_message_marks", lambda self, *a, **k: None)
+    store: RunEventStore = (
+        SqliteEventStore(tmp_path / "j.db")
+        if kind == "sqlite"
+        else PostgresEventStore(request.getfixturevalue("postgres_db_url"))
+    )
     saver = InMemorySaver()
     config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
     for turn in range(4):
