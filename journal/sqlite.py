@@ -89,12 +89,14 @@ def _excludes_traces(query: ReadQuery) -> bool:
 
 
 #: ``(seq, message id, digest)`` of a thread's events of some types after a seq, as one JSON
-#: array (see :func:`marks_of`); the id and the digest only where they are JSON strings.
+#: array (see :func:`marks_of`); the id and the digest only where they are JSON strings, and
+#: no digest where a text holds a NUL (``json_extract`` ends a string at its ``\u0000``).
 _MARKS_SQL: Final = (
     "SELECT json_group_array(json_array(seq, "
     "CASE json_type(content, '$.data.id') WHEN 'text' THEN json_extract(content, '$.data.id') "
     "END, "
-    "CASE json_type(metadata, '$.digest') WHEN 'text' THEN json_extract(metadata, '$.digest') "
+    "CASE WHEN json_type(metadata, '$.digest') = 'text' AND instr(content, '\\u0000') = 0 "
+    "AND instr(metadata, '\\u0000') = 0 THEN json_extract(metadata, '$.digest') "
     "END)) FROM (SELECT seq, content, metadata FROM events "
     "WHERE thread_id = ? AND seq > ? AND event_type IN ({types}) ORDER BY seq)"
 )
@@ -102,8 +104,9 @@ _MARKS_SQL: Final = (
 
 def marks_of(text: str) -> list[MessageMark] | None:
     """The marks of :data:`_MARKS_SQL`'s answer, in seq order; ``None`` (read the events
-    instead) when an event records no digest, or an id or a digest is not ASCII (SQLite's
-    JSON functions may not give back a lone surrogate as the event's text holds it)."""
+    instead) when an event records no digest (or its texts hold a NUL), or an id or a digest
+    is not ASCII (SQLite's JSON functions may not give back a lone surrogate as the event's
+    text holds it)."""
     marks: list[MessageMark] = []
     last, ordered = 0, True
     for seq, message_id, digest in orjson.loads(text):
@@ -378,12 +381,15 @@ class SqliteEventStore(RunEventStore):
             or "_read" in own
         ):
             return None  # a subclass or a patch changes what a read answers: its reads, then
-        types = sorted(set(event_types))
-        if not types:
+        # the arguments checked as a read checks them (a cursor beyond 64 bits reads as the last)
+        query = self._query(thread_id, after_seq, None, None, None, event_types, None)
+        if query is None:  # no type asked
             return []
-        self._check_open()
+        if query.filter.event_type is None:
+            return None
+        types = sorted(query.filter.event_type)
         statement = _MARKS_SQL.format(types=", ".join("?" * len(types)))
-        params = [thread_id, after_seq or 0, *types]
+        params = [query.thread_id, query.after_seq or 0, *types]
 
         def read(conn: sqlite3.Connection) -> str | None:
             try:

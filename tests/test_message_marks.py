@@ -26,10 +26,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from history import replay, verify
-from journal import MemoryEventStore, RunEventStore, RunJournal, SqliteEventStore
-from journal._known_inputs import message_id_of, stored_marks
-from journal.digests import stored_digest
-from journal.messages import MESSAGE_EVENT_TYPES
+from journal import MemoryEventStore, NewEvent, RunEventStore, RunJournal, SqliteEventStore
+from journal._batch import KnownEvents
+from journal._known_inputs import KnownInputs, message_id_of, stored_marks
+from journal.digests import content_digest, stored_digest
+from journal.encoding import dumps
+from journal.errors import StoreClosedError
+from journal.messages import MESSAGE_EVENT_TYPES, message_to_content
 from journal.postgres import PostgresEventStore
 from tests.fakes import ScriptedChatModel, ai, call
 
@@ -116,6 +119,147 @@ def test_the_marks_read_at_once_are_what_the_events_say(
     )  # fmt: skip
     if plain:  # the usual thread: answered at once
         assert marks is not None
+
+
+#: ASCII strings JSON escapes (quotes, backslashes, control characters) or not; a NUL only in
+#: a few ids (a text holding one is read from the events).
+ascii_text = st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), max_size=10)
+string_ids = st.one_of(ascii_text, st.sampled_from(["", "a\x00b", '"', "\\", "m1"]))
+other_ids = st.one_of(
+    st.integers(-(2**70), 2**70), st.booleans(), st.none(), st.lists(ascii_text, max_size=2)
+)
+
+
+@st.composite
+def plain_event(draw: Any) -> dict[str, Any]:
+    """An event whose marks the one-row read answers: a digest that is an ASCII string, an
+    id that is one or no string at all; any content the id may sit in."""
+    event_type = draw(st.sampled_from([*TYPES, *TYPES, "llm.start", "run.start"]))
+    category = (
+        "message"
+        if event_type.startswith("message.")
+        else ("trace" if event_type == "llm.start" else "lifecycle")
+    )
+    data: dict[str, Any] = {"content": draw(ascii_text)}
+    if draw(st.integers(0, 7)):  # mostly an id, mostly a string
+        data["id"] = draw(string_ids if draw(st.integers(0, 3)) else other_ids)
+    shape = draw(st.sampled_from(["message"] * 5 + ["flat", "list", "scalar"]))
+    content: Any
+    if shape == "message":
+        content = {"type": "human", "data": data, "data.id": draw(ascii_text)}
+    elif shape == "flat":
+        content = {"id": draw(string_ids), "data": draw(st.sampled_from([1, "x", [1], None]))}
+    elif shape == "list":
+        content = draw(st.sampled_from([{"data": [data]}, [{"data": data}]]))
+    else:  # content that is a JSON string, number or null
+        content = draw(st.one_of(ascii_text, st.integers(-(2**70), 2**70), st.none()))
+    metadata = {"caller": "user", "digest": draw(ascii_text), "digest.x": draw(ascii_text)}
+    return {"run_id": "r", "category": category, "event_type": event_type,
+            "content": content, "metadata": metadata}  # fmt: skip
+
+
+def _has_nul(event: dict[str, Any]) -> bool:
+    """Whether the event's stored texts hold a NUL (``\\u0000``)."""
+    return any("\\u0000" in dumps(event[key]) for key in ("content", "metadata"))
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=st.lists(plain_event(), min_size=1, max_size=16),
+    after=st.sampled_from([None, None, None, 0, 1, 3, 2**63 - 1, 2**64]),
+    types=st.sampled_from([TYPES, TYPES, ("message.human", "message.system"), ("message.ai",)]),
+)
+def test_the_one_row_read_answers_the_usual_thread_as_the_events_say(
+    tmp_path_factory: pytest.TempPathFactory,
+    events: list[dict[str, Any]],
+    after: int | None,
+    types: tuple[str, ...],
+) -> None:
+    """Threads whose digests are ASCII strings are answered in one row (the fast path, every
+    example), with what the events say: ids and digests JSON escapes, ids that are empty or
+    no string, contents that are lists or scalars, other event types, another thread, any
+    cursor; a text holding a NUL (which ``json_extract`` cuts) is read from the events."""
+    store = SqliteEventStore(tmp_path_factory.mktemp("plain") / "m.db")
+    try:
+        store.append([{**e, "thread_id": "other"} for e in events[:2]])
+        store.append([{**e, "thread_id": "t"} for e in events])
+        store.append([{**e, "thread_id": "other"} for e in events[2:]])
+        marks = store._message_marks("t", types, after)
+        stored = store.read("t", event_type=list(types), after_seq=after)
+        expected = [(e.seq, message_id_of(e.content), stored_digest(e.content, e.metadata))
+                    for e in stored]  # fmt: skip
+        nul = any(_has_nul(e) for e in events if e["event_type"] in types)
+        if not nul:
+            assert marks is not None
+        if marks is not None:
+            assert marks == expected
+        assert stored_marks(store, "t", types, after) == expected
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "metadata"),
+    [
+        ({"data": {"id": "a\x00b"}}, {"digest": "d"}),
+        ({"data": {"id": "m"}}, {"digest": "d\x00e"}),
+        ({"data": {"id": "\x00"}}, {"digest": "\x00"}),
+    ],
+    ids=["id", "digest", "both"],
+)
+def test_an_id_or_a_digest_holding_a_nul_is_read_whole(
+    tmp_path: Path, content: dict[str, Any], metadata: dict[str, Any]
+) -> None:
+    """SQLite's ``json_extract`` ends a string at its ``\\u0000``: such a thread is read from
+    its events, its ids and digests whole (not ``a`` for ``a\\x00b``)."""
+    store = SqliteEventStore(tmp_path / "n.db")
+    event = {"thread_id": "t", "run_id": "r", "category": "message",
+             "event_type": "message.human", "content": content, "metadata": metadata}  # fmt: skip
+    store.append([event, {**event, "content": {"data": {"id": "a"}}, "metadata": {"digest": "x"}}])
+    expected = [(1, content["data"]["id"], metadata["digest"]), (2, "a", "x")]
+    assert store._message_marks("t", TYPES) in (None, expected)
+    assert stored_marks(store, "t", TYPES) == expected
+    store.close()
+
+
+def test_a_fresh_writer_drops_a_resent_message_whose_id_holds_a_nul(tmp_path: Path) -> None:
+    """A message whose id holds a NUL, stored with its digest, is known stored by a fresh
+    writer: resent as input, it is dropped (not journaled again under a cut id)."""
+    store = SqliteEventStore(tmp_path / "k.db")
+    message = HumanMessage("hi", id="a\x00b")
+    content = message_to_content(message)
+    event = NewEvent(thread_id="t", run_id="r", category="message",
+                     event_type="message.human", content=content,
+                     metadata={"caller": "user", "digest": content_digest(content)})  # fmt: skip
+    store.append([event])
+    batch = KnownEvents()
+    batch.add(event.model_copy(update={"run_id": "r2"}))
+    assert list(KnownInputs(store).drop_repeats(batch)) == []
+    store.close()
+
+
+def test_the_arguments_are_checked_as_a_read_checks_them(tmp_path: Path) -> None:
+    """A cursor beyond 64 bits reads as the last seq; a bad cursor or thread id raises what
+    ``read`` raises; a closed store raises ``StoreClosedError`` even with no type asked."""
+    store = SqliteEventStore(tmp_path / "a.db")
+    store.append([{"thread_id": "t", "run_id": "r", "category": "message",
+                   "event_type": "message.human", "content": {"data": {"id": "m"}},
+                   "metadata": {"digest": "d"}}])  # fmt: skip
+    assert store._message_marks("t", TYPES, 2**63 - 1) == []
+    assert store._message_marks("t", TYPES, 2**64) == stored_marks(store, "t", TYPES, 2**64) == []
+    for thread_id, after, error in [("t", -1, ValueError), ("t", True, TypeError),
+                                    ("", None, ValueError), (" t", None, ValueError)]:  # fmt: skip
+        with pytest.raises(error):
+            store.read(thread_id, event_type=list(TYPES), after_seq=after)
+        with pytest.raises(error):
+            store._message_marks(thread_id, TYPES, after)
+    store.close()
+    with pytest.raises(StoreClosedError):
+        store._message_marks("t", ())
+    with pytest.raises(StoreClosedError):
+        store._message_marks("t", TYPES)
 
 
 def test_a_thread_without_messages_and_other_stores() -> None:
