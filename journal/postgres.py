@@ -196,11 +196,16 @@ class PostgresEventStore(RunEventStore):
             or "_read" in own
         ):
             return None  # a subclass or a patch changes what a read answers: its reads, then
-        if not event_types:
+        # the arguments checked as a read checks them (a cursor beyond 64 bits reads as the last)
+        query = self._query(thread_id, after_seq, None, None, None, event_types, None)
+        if query is None:  # no type asked
             return []
-        self._check_open()
+        types = query.filter.event_type
+        if types is None:
+            return None
         try:
-            return self._db.run(partial(message_marks_op, thread_id, event_types, after_seq))
+            marks = partial(message_marks_op, query.thread_id, sorted(types), query.after_seq)
+            return self._db.run(marks)
         except StoreError as e:
             if isinstance(e.__cause__, psycopg.DataError):  # e.g. a \u0000 the JSON operators
                 return None  # cannot give as text: the events' own reads then

@@ -98,7 +98,7 @@ _MARKS_SQL: Final = (
     "CASE WHEN json_type(metadata, '$.digest') = 'text' AND instr(content, '\\u0000') = 0 "
     "AND instr(metadata, '\\u0000') = 0 THEN json_extract(metadata, '$.digest') "
     "END)) FROM (SELECT seq, content, metadata FROM events "
-    "WHERE thread_id = ? AND seq > ? AND event_type IN ({types}) ORDER BY seq)"
+    "WHERE thread_id = ? AND seq > ? AND event_type IN ({types}){story} ORDER BY seq)"
 )
 
 
@@ -388,7 +388,8 @@ class SqliteEventStore(RunEventStore):
         if query.filter.event_type is None:
             return None
         types = sorted(query.filter.event_type)
-        statement = _MARKS_SQL.format(types=", ".join("?" * len(types)))
+        story = f" AND {sql.NOT_TRACE}" if _excludes_traces(query) else ""  # its partial index
+        statement = _MARKS_SQL.format(types=", ".join("?" * len(types)), story=story)
         params = [query.thread_id, query.after_seq or 0, *types]
 
         def read(conn: sqlite3.Connection) -> str | None:
