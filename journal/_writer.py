@@ -78,10 +78,36 @@ DropHandler = Callable[[str, int], None]
 DEFAULT_CLOSE_TIMEOUT: Final = 5.0
 
 
-def _close_at_exit(ref: weakref.ref[Writer]) -> None:
-    writer = ref()
-    if writer is not None and not writer.close():
-        _log.error("journal_exit_events_lost", path=str(writer.spool.path))
+#: The writers whose thread runs, in the order they started. The interpreter's exit closes
+#: them, the last started first, by one hook registered when the first starts; a writer leaves
+#: at close (a hook per writer stayed registered after it closed: a process making a journal
+#: per request kept one for every journal it ever made).
+_RUNNING: Final[weakref.WeakValueDictionary[int, Writer]] = weakref.WeakValueDictionary()
+_EXIT_HOOK = threading.Lock()
+_exit_hooked = False
+
+
+def _close_at_exit() -> None:
+    for writer in reversed(list(_RUNNING.values())):
+        if not writer.close():
+            _log.error("journal_exit_events_lost", path=str(writer.spool.path))
+
+
+def _follow_at_exit(writer: Writer) -> None:
+    """Have the interpreter's exit close ``writer`` (a running writer, not closed yet)."""
+    global _exit_hooked
+    with _EXIT_HOOK:
+        _RUNNING[id(writer)] = writer
+        if not _exit_hooked:
+            atexit.register(_close_at_exit)
+            _exit_hooked = True
+
+
+def _unfollow_at_exit(writer: Writer) -> None:
+    """``writer`` closed: the interpreter's exit has nothing more to do for it."""
+    with _EXIT_HOOK:
+        if _RUNNING.get(id(writer)) is writer:
+            del _RUNNING[id(writer)]
 
 
 class Writer:
@@ -229,6 +255,7 @@ class Writer:
         thread = self._thread
         if thread is not None:
             thread.join(max(0.0, deadline - time.monotonic()))
+        _unfollow_at_exit(self)
         return ok and self._delivery.spool_failures == failures
 
     def _abandon(self) -> bool:
@@ -285,7 +312,7 @@ class Writer:
                 thread.start()
                 self._thread = thread
                 # the thread is a daemon: write what is queued when the interpreter exits
-                atexit.register(_close_at_exit, weakref.ref(self))
+                _follow_at_exit(self)
 
     # -- writer thread ---------------------------------------------------------------------
 

@@ -4,19 +4,27 @@ A process that keeps a ``RunJournal`` between runs (a server) paid a wake-up of 
 thread, its locks and a look at the spool, ten times a second forever. The writer now sleeps
 while nothing is queued and nothing spooled waits for the store, and the first event after an
 idle spell still reaches the store within the interval, without a flush.
+
+Each writer also registered its own exit hook, which stayed after its journal closed: a
+process that makes a journal per request kept one for every journal it ever made. One hook
+now closes the writers still open at exit.
 """
 
 from __future__ import annotations
 
+import atexit
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from journal import RunJournal, SqliteEventStore
+from journal import RunJournal, SqliteEventStore, _writer
 from tests.fakes import ScriptedChatModel, ai, call
 from tests.flaky_stores import FlakyStore
 
@@ -99,3 +107,54 @@ def test_an_idle_writer_still_replays_its_spool_when_the_store_comes_back(
     assert [e.event_type for e in store.inner.read("t1")][-1] == "run.end"
     assert wait_until(lambda: not spool.exists(), 5)
     assert journal.close()
+
+
+def test_closed_journals_leave_no_exit_hook_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal per request, each closed: no exit hook and no writer kept for any of them
+    (each journal registered one that stayed for the life of the process)."""
+    registered: list[object] = []
+    register = atexit.register
+    monkeypatch.setattr(
+        atexit, "register", lambda *a, **k: registered.append(a) or register(*a, **k)
+    )
+    store = SqliteEventStore(tmp_path / "j.db")
+    for request in range(20):
+        journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl", flush_interval=INTERVAL)
+        run_agent(journal, f"request-{request}")
+        assert journal.close()
+        assert journal._writer not in _writer._RUNNING.values()
+    assert len(registered) <= 1  # (the one hook of all writers, if none ran before)
+    assert all(len(store.read(f"request-{r}")) > 0 for r in range(20))
+    store.close()
+
+
+def test_the_exit_writes_every_journal_left_open_and_none_closed(tmp_path: Path) -> None:
+    """At the interpreter's exit, every journal still open writes what it queued."""
+    script = (
+        "from langchain.agents import create_agent\n"
+        "from langchain_core.messages import HumanMessage\n"
+        "from journal import RunJournal, SqliteEventStore\n"
+        "from tests.fakes import ScriptedChatModel, ai\n"
+        "def run(journal, thread):\n"
+        "    create_agent(ScriptedChatModel([ai('hi')]), []).invoke(\n"
+        "        {'messages': [HumanMessage('x')]},\n"
+        "        {'callbacks': [journal], 'configurable': {'thread_id': thread}})\n"
+        "journals = []\n"
+        "for name in ('a', 'b', 'c'):\n"
+        f"    db = {str(tmp_path)!r} + f'/{{name}}.db'\n"
+        "    journal = RunJournal(SqliteEventStore(db), spool_path=db + '.spool')\n"
+        "    run(journal, name)\n"
+        "    journals.append(journal)\n"
+        "assert journals[1].close()\n"
+        "run(journals[1], 'b-after-close')\n"  # refused: a closed journal queues nothing
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
+    for name in ("a", "b", "c"):
+        store = SqliteEventStore(tmp_path / f"{name}.db")
+        types = [e.event_type for e in store.read(name)]
+        assert types[0] == "run.start" and types[-1] == "run.end", name
+        assert store.read("b-after-close") == []
+        store.close()
