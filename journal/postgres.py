@@ -188,21 +188,12 @@ class PostgresEventStore(RunEventStore):
         self, thread_id: str, event_types: Sequence[str], after_seq: int | None = None
     ) -> list[MessageMark] | None:
         # three short columns a row instead of each event's content and metadata decoded
-        kind, own = type(self), self.__dict__
-        if (
-            kind.read is not _BASE_READ
-            or kind._read is not _OWN_READ
-            or "read" in own
-            or "_read" in own
-        ):
-            return None  # a subclass or a patch changes what a read answers: its reads, then
-        # the arguments checked as a read checks them (a cursor beyond 64 bits reads as the last)
-        query = self._query(thread_id, after_seq, None, None, None, event_types, None)
-        if query is None:  # no type asked
-            return []
-        types = query.filter.event_type
-        if types is None:
+        query = self._marks_query(_OWN_READ, thread_id, event_types, after_seq)
+        types = None if query is None else query.filter.event_type
+        if query is None or types is None:
             return None
+        if query.matches_nothing:  # no type asked
+            return []
         try:
             marks = partial(message_marks_op, query.thread_id, sorted(types), query.after_seq)
             return self._db.run(marks)
@@ -255,7 +246,6 @@ class PostgresEventStore(RunEventStore):
         log.info("postgres_store_closed", where=self._where)
 
 
-#: The reads as this module defines them, taken when it loads: a store whose class has
-#: another (a subclass's, or a patch set on the class later) is read through its own.
-_BASE_READ: Final = RunEventStore.read
+#: The read as this module defines it, taken when it loads: a store whose class has another
+#: (a subclass's, or a patch set on the class later) is read through its own.
 _OWN_READ: Final = PostgresEventStore._read

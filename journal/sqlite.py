@@ -58,7 +58,7 @@ from journal.events import (
     ThreadSummary,
     ThreadUsage,
 )
-from journal.store import MessageMark, ReadQuery, RunEventStore
+from journal.store import MessageMark, ReadQuery, RunEventStore, changed
 from journal.truncation import DEFAULT_METADATA_CAP
 
 __all__ = ["SqliteEventStore"]
@@ -285,13 +285,7 @@ class SqliteEventStore(RunEventStore):
     def _append_unreturned(self, events: Iterable[EventLike]) -> None:
         # the records are not built, unless a subclass, the class (a patch, instrumentation)
         # or the instance changes the append: then its own runs, as the writer called it before
-        kind, own = type(self), self.__dict__
-        if (
-            kind.append is not _BASE_APPEND
-            or kind._append is not _OWN_APPEND
-            or "append" in own
-            or "_append" in own
-        ):
+        if changed(self, "append", _BASE_APPEND, "_append", _OWN_APPEND):
             self.append(events)
             return
         prepared = self.prepare(events)
@@ -373,20 +367,11 @@ class SqliteEventStore(RunEventStore):
         # One row for the whole read: a row per step hands the GIL back and forth per event,
         # which the journal's writer pays dearly while an agent runs (a thread of 2,200
         # messages: 55 ms against 4 ms); SQLite's JSON functions read the two fields.
-        kind, own = type(self), self.__dict__
-        if (
-            kind.read is not _BASE_READ
-            or kind._read is not _OWN_READ
-            or "read" in own
-            or "_read" in own
-        ):
-            return None  # a subclass or a patch changes what a read answers: its reads, then
-        # the arguments checked as a read checks them (a cursor beyond 64 bits reads as the last)
-        query = self._query(thread_id, after_seq, None, None, None, event_types, None)
-        if query is None:  # no type asked
-            return []
-        if query.filter.event_type is None:
+        query = self._marks_query(_OWN_READ, thread_id, event_types, after_seq)
+        if query is None or query.filter.event_type is None:
             return None
+        if query.matches_nothing:  # no type asked
+            return []
         types = sorted(query.filter.event_type)
         story = f" AND {sql.NOT_TRACE}" if _excludes_traces(query) else ""  # its partial index
         statement = _MARKS_SQL.format(types=", ".join("?" * len(types)), story=story)
@@ -479,5 +464,4 @@ class SqliteEventStore(RunEventStore):
 #: writer.
 _BASE_APPEND: Final = RunEventStore.append
 _OWN_APPEND: Final = SqliteEventStore._append
-_BASE_READ: Final = RunEventStore.read
 _OWN_READ: Final = SqliteEventStore._read

@@ -33,7 +33,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar, ParamSpec, Self, TypeAlias, TypeVar
+from typing import Any, ClassVar, Final, ParamSpec, Self, TypeAlias, TypeVar
 
 from journal import _runs_default
 from journal._batch import EventLike, PreparedBatch, checked_caps, encoded_texts, prepare_batch
@@ -66,6 +66,19 @@ T = TypeVar("T")
 #: ``(seq, message id, recorded digest)`` of a stored message event (see
 #: :meth:`RunEventStore._message_marks`).
 MessageMark: TypeAlias = tuple[int, str | None, str]
+
+
+def changed(store: Any, public: str, base: Any, hook: str, own: Any) -> bool:
+    """Whether ``store``'s class has another ``public`` method than ``base`` or another
+    ``hook`` than ``own`` (a subclass's, a patch set on the class), or the instance its own
+    of either: a backend's shortcut around them would skip what they do."""
+    kind, mine = type(store), store.__dict__
+    return (
+        getattr(kind, public) is not base
+        or getattr(kind, hook) is not own
+        or public in mine
+        or hook in mine
+    )
 
 
 class RunEventStore(ABC):
@@ -148,6 +161,23 @@ class RunEventStore(ABC):
         records no such digest (the caller then reads the events themselves). The base class
         answers ``None``."""
         return None
+
+    def _marks_query(
+        self,
+        own_read: Callable[..., Any],
+        thread_id: str,
+        event_types: Sequence[str],
+        after_seq: int | None,
+    ) -> ReadQuery | None:
+        """The query of a backend's one-read :meth:`_message_marks` (its arguments checked as
+        a read checks them), whose own ``_read`` is ``own_read``; ``None`` when the marks are
+        to come from the events: a subclass or a patch changes what a read answers, or no
+        type filter is set."""
+        if changed(self, "read", _BASE_READ, "_read", own_read):
+            return None  # its own reads, then
+        query = ReadQuery.of(thread_id, after_seq, None, None, None, event_types, None)
+        self._check_open()
+        return None if query.filter.event_type is None else query
 
     def read(
         self,
@@ -455,3 +485,8 @@ class RunEventStore(ABC):
 
     async def _aread(self, query: ReadQuery) -> list[RunEvent]:
         return await self._in_thread(self._read, query)
+
+
+#: :meth:`RunEventStore.read` as this module defines it, taken when it loads (a patch set on
+#: the class later is a read of its own: see :meth:`RunEventStore._marks_query`).
+_BASE_READ: Final = RunEventStore.read
