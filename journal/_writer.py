@@ -79,12 +79,16 @@ DEFAULT_CLOSE_TIMEOUT: Final = 5.0
 
 
 #: The writers whose thread runs, in the order they started. The interpreter's exit closes
-#: them, the last started first, by one hook registered when the first starts; a writer leaves
-#: at close (a hook per writer stayed registered after it closed: a process making a journal
-#: per request kept one for every journal it ever made).
+#: them, the last started first, by one hook registered again at each start (so that it runs
+#: before the hooks registered before the latest writer started, a store's ``close`` say, as
+#: each writer's own hook did); a writer leaves at close (a hook per writer stayed registered
+#: after it closed: a process making a journal per request kept one for every journal it
+#: ever made).
 _RUNNING: Final[weakref.WeakValueDictionary[int, Writer]] = weakref.WeakValueDictionary()
 _EXIT_HOOK = threading.Lock()
-_exit_hooked = False
+#: How many exit hooks the interpreter held just after ``_close_at_exit`` was registered
+#: (``None``: not registered yet): another count means another hook may come after it.
+_hooks_after_ours: int | None = None
 
 
 def _close_at_exit() -> None:
@@ -95,12 +99,16 @@ def _close_at_exit() -> None:
 
 def _follow_at_exit(writer: Writer) -> None:
     """Have the interpreter's exit close ``writer`` (a running writer, not closed yet)."""
-    global _exit_hooked
+    global _hooks_after_ours
     with _EXIT_HOOK:
         _RUNNING[id(writer)] = writer
-        if not _exit_hooked:
+        # the last registered when a writer starts, not only the first time: a hook registered
+        # since (a store's close) would run first, and the writers open then spool their events
+        # (registered again only then: each unregister leaves the interpreter a slot)
+        if _hooks_after_ours is None or _hooks_after_ours != atexit._ncallbacks():
+            atexit.unregister(_close_at_exit)
             atexit.register(_close_at_exit)
-            _exit_hooked = True
+            _hooks_after_ours = atexit._ncallbacks()
 
 
 def _unfollow_at_exit(writer: Writer) -> None:

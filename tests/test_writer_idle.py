@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
@@ -109,23 +108,17 @@ def test_an_idle_writer_still_replays_its_spool_when_the_store_comes_back(
     assert journal.close()
 
 
-def test_closed_journals_leave_no_exit_hook_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_closed_journals_leave_no_exit_hook_behind(tmp_path: Path) -> None:
     """A journal per request, each closed: no exit hook and no writer kept for any of them
     (each journal registered one that stayed for the life of the process)."""
-    registered: list[object] = []
-    register = atexit.register
-    monkeypatch.setattr(
-        atexit, "register", lambda *a, **k: registered.append(a) or register(*a, **k)
-    )
+    hooks = atexit._ncallbacks()
     store = SqliteEventStore(tmp_path / "j.db")
     for request in range(20):
         journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl", flush_interval=INTERVAL)
         run_agent(journal, f"request-{request}")
         assert journal.close()
         assert journal._writer not in _writer._RUNNING.values()
-    assert len(registered) <= 1  # (the one hook of all writers, if none ran before)
+    assert atexit._ncallbacks() <= hooks + 1  # (the one hook of all writers, if none ran before)
     assert all(len(store.read(f"request-{r}")) > 0 for r in range(20))
     store.close()
 
@@ -158,3 +151,40 @@ def test_the_exit_writes_every_journal_left_open_and_none_closed(tmp_path: Path)
         assert types[0] == "run.start" and types[-1] == "run.end", name
         assert store.read("b-after-close") == []
         store.close()
+
+
+def test_the_exit_writes_before_a_store_close_registered_after_an_earlier_journal(
+    tmp_path: Path,
+) -> None:
+    """A store's ``close`` registered at exit after a first journal came and went, then a
+    journal on that store left open: the exit writes its events to the store before closing
+    it (the one exit hook, registered at the first journal's start, ran after the store's
+    close, and the events went to the spool)."""
+    script = (
+        "import atexit\n"
+        "from langchain.agents import create_agent\n"
+        "from langchain_core.messages import HumanMessage\n"
+        "from journal import RunJournal, SqliteEventStore\n"
+        "from tests.fakes import ScriptedChatModel, ai\n"
+        "def run(journal, thread):\n"
+        "    create_agent(ScriptedChatModel([ai('hi')]), []).invoke(\n"
+        "        {'messages': [HumanMessage('x')]},\n"
+        "        {'callbacks': [journal], 'configurable': {'thread_id': thread}})\n"
+        f"d = {str(tmp_path)!r}\n"
+        "first = SqliteEventStore(d + '/first.db')\n"
+        "journal = RunJournal(first, spool_path=d + '/first.spool')\n"
+        "run(journal, 'first')\n"
+        "assert journal.close()\n"
+        "first.close()\n"
+        "store = SqliteEventStore(d + '/app.db')\n"
+        "atexit.register(store.close)\n"
+        "journal = RunJournal(store, spool_path=d + '/app.spool')\n"
+        "run(journal, 'app')\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
+    store = SqliteEventStore(tmp_path / "app.db")
+    types = [e.event_type for e in store.read("app")]
+    store.close()
+    assert types[0] == "run.start" and types[-1] == "run.end"
+    assert not (tmp_path / "app.spool").exists() or not (tmp_path / "app.spool").read_text()
