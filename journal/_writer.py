@@ -92,9 +92,22 @@ _hooks_after_ours: int | None = None
 
 
 def _close_at_exit() -> None:
-    for writer in reversed(list(_RUNNING.values())):
-        if not writer.close():
+    with _EXIT_HOOK:
+        writers = list(_RUNNING.values())
+    for writer in reversed(writers):
+        try:
+            lost = not writer.close()
+        except Exception as e:  # the next writers are closed all the same
+            _log.error("journal_exit_close_failed", error_type=type(e).__name__)
+            continue
+        if lost:
             _log.error("journal_exit_events_lost", path=str(writer.spool.path))
+
+
+def _exit_hooks() -> int | None:
+    """How many exit hooks the interpreter holds (CPython tells; ``None`` elsewhere)."""
+    count = getattr(atexit, "_ncallbacks", None)
+    return count() if callable(count) else None
 
 
 def _follow_at_exit(writer: Writer) -> None:
@@ -105,10 +118,10 @@ def _follow_at_exit(writer: Writer) -> None:
         # the last registered when a writer starts, not only the first time: a hook registered
         # since (a store's close) would run first, and the writers open then spool their events
         # (registered again only then: each unregister leaves the interpreter a slot)
-        if _hooks_after_ours is None or _hooks_after_ours != atexit._ncallbacks():
+        if _hooks_after_ours is None or _hooks_after_ours != _exit_hooks():
             atexit.unregister(_close_at_exit)
             atexit.register(_close_at_exit)
-            _hooks_after_ours = atexit._ncallbacks()
+            _hooks_after_ours = _exit_hooks()  # (None where not told: registered each time)
 
 
 def _unfollow_at_exit(writer: Writer) -> None:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
@@ -188,3 +189,21 @@ def test_the_exit_writes_before_a_store_close_registered_after_an_earlier_journa
     store.close()
     assert types[0] == "run.start" and types[-1] == "run.end"
     assert not (tmp_path / "app.spool").exists() or not (tmp_path / "app.spool").read_text()
+
+
+def test_a_journal_starts_where_the_interpreter_does_not_count_its_exit_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CPython's count of exit hooks the hook is registered at each start instead."""
+    monkeypatch.delattr(atexit, "_ncallbacks")
+    registered: list[object] = []
+    register = atexit.register
+    monkeypatch.setattr(atexit, "register", lambda f: registered.append(f) or register(f))
+    store = SqliteEventStore(tmp_path / "j.db")
+    for request in range(2):
+        journal = RunJournal(store, spool_path=tmp_path / "spool.jsonl", flush_interval=INTERVAL)
+        run_agent(journal, f"request-{request}")
+        assert journal.close()
+    assert registered == [_writer._close_at_exit] * 2
+    assert all(store.read(f"request-{r}") for r in range(2))
+    store.close()
