@@ -124,17 +124,29 @@ def test_closed_journals_leave_no_exit_hook_behind(tmp_path: Path) -> None:
     store.close()
 
 
+#: What a process of :func:`run_in_a_process` has: ``run(journal, thread)``, an agent run.
+_PROCESS_PRELUDE = (
+    "from langchain.agents import create_agent\n"
+    "from langchain_core.messages import HumanMessage\n"
+    "from journal import RunJournal, SqliteEventStore\n"
+    "from tests.fakes import ScriptedChatModel, ai\n"
+    "def run(journal, thread):\n"
+    "    create_agent(ScriptedChatModel([ai('hi')]), []).invoke(\n"
+    "        {'messages': [HumanMessage('x')]},\n"
+    "        {'callbacks': [journal], 'configurable': {'thread_id': thread}})\n"
+)
+
+
+def run_in_a_process(body: str) -> None:
+    """Run ``body`` (after :data:`_PROCESS_PRELUDE`) in a second Python process to its exit."""
+    root = Path(__file__).resolve().parent.parent
+    script = _PROCESS_PRELUDE + body
+    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
+
+
 def test_the_exit_writes_every_journal_left_open_and_none_closed(tmp_path: Path) -> None:
     """At the interpreter's exit, every journal still open writes what it queued."""
-    script = (
-        "from langchain.agents import create_agent\n"
-        "from langchain_core.messages import HumanMessage\n"
-        "from journal import RunJournal, SqliteEventStore\n"
-        "from tests.fakes import ScriptedChatModel, ai\n"
-        "def run(journal, thread):\n"
-        "    create_agent(ScriptedChatModel([ai('hi')]), []).invoke(\n"
-        "        {'messages': [HumanMessage('x')]},\n"
-        "        {'callbacks': [journal], 'configurable': {'thread_id': thread}})\n"
+    run_in_a_process(
         "journals = []\n"
         "for name in ('a', 'b', 'c'):\n"
         f"    db = {str(tmp_path)!r} + f'/{{name}}.db'\n"
@@ -144,8 +156,6 @@ def test_the_exit_writes_every_journal_left_open_and_none_closed(tmp_path: Path)
         "assert journals[1].close()\n"
         "run(journals[1], 'b-after-close')\n"  # refused: a closed journal queues nothing
     )
-    root = Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
     for name in ("a", "b", "c"):
         store = SqliteEventStore(tmp_path / f"{name}.db")
         types = [e.event_type for e in store.read(name)]
@@ -161,16 +171,8 @@ def test_the_exit_writes_before_a_store_close_registered_after_an_earlier_journa
     journal on that store left open: the exit writes its events to the store before closing
     it (the one exit hook, registered at the first journal's start, ran after the store's
     close, and the events went to the spool)."""
-    script = (
+    run_in_a_process(
         "import atexit\n"
-        "from langchain.agents import create_agent\n"
-        "from langchain_core.messages import HumanMessage\n"
-        "from journal import RunJournal, SqliteEventStore\n"
-        "from tests.fakes import ScriptedChatModel, ai\n"
-        "def run(journal, thread):\n"
-        "    create_agent(ScriptedChatModel([ai('hi')]), []).invoke(\n"
-        "        {'messages': [HumanMessage('x')]},\n"
-        "        {'callbacks': [journal], 'configurable': {'thread_id': thread}})\n"
         f"d = {str(tmp_path)!r}\n"
         "first = SqliteEventStore(d + '/first.db')\n"
         "journal = RunJournal(first, spool_path=d + '/first.spool')\n"
@@ -182,8 +184,6 @@ def test_the_exit_writes_before_a_store_close_registered_after_an_earlier_journa
         "journal = RunJournal(store, spool_path=d + '/app.spool')\n"
         "run(journal, 'app')\n"
     )
-    root = Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
     store = SqliteEventStore(tmp_path / "app.db")
     types = [e.event_type for e in store.read("app")]
     store.close()
