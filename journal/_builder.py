@@ -20,11 +20,16 @@ from journal._ids import new_event_ids
 from journal._kinds import combined_kind
 from journal._logging import get_logger
 from journal._queued import SKIP, Extra, Later, Lazy, Pending
-from journal.encoding import NOT_PLAIN, jsonable_with_kind
+from journal.encoding import NOT_PLAIN, container_kind, jsonable_with_kind
 from journal.events import (
+    _FIELD_SET,
     CATEGORIES,
     NewEvent,
-    construct,
+    _new_object,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+    _set_values,
     validate_event_type,
     validate_id,
 )
@@ -67,16 +72,32 @@ class BatchBuilder:
         add, built = events.add, self._built
         good_ids, good_types = self._good_ids, self._good_types
         next_id = iter(new_event_ids(len(batch))).__next__  # (an item dropped leaves one unused)
+        # the second the last event was made in (a batch's events share a few): its start in
+        # microseconds since the epoch and its fields, so that an event's time is one call
+        start = end = 0
+        year, month, day, hour, minute, second = 1970, 1, 1, 0, 0, 0
         for p in batch:
             # one unpacking: a field of a named tuple read by name costs a call each
-            thread_id, run_id, category, event_type, content, metadata, created_us, _ = p
-            metadata_kind = p.metadata_kind  # NOT_PLAIN: not known
+            (
+                thread_id,
+                run_id,
+                category,
+                event_type,
+                content,
+                metadata,
+                created_us,
+                metadata_kind,
+            ) = p
             content_kind = NOT_PLAIN
             text: str | None = None
             kind = type(content)
             if kind is Lazy or (kind is not dict and isinstance(content, Later)):
                 try:
-                    content = content.func(*content.args) if kind is Lazy else content.build()
+                    if kind is Lazy:  # (unpacked at once: a field read by name is a call)
+                        func, args, _ = content
+                        content = func(*args)
+                    else:
+                        content = content.build()
                 except Exception:  # a broken object must not stop the writer
                     _log.warning("journal_event_invalid", run_id=run_id, count=1)
                     self._dropped(run_id, 1)
@@ -85,8 +106,10 @@ class BatchBuilder:
                     continue
                 if type(content) is Extra:  # (unpacked at once: a field read by name is a call)
                     content, extra, text, extra_kind, content_kind = content
-                    if extra:
-                        metadata = {**metadata, **extra}
+                    if extra:  # (a dict's ``|`` copies its table at once: half the cost)
+                        metadata = (
+                            metadata | extra if type(metadata) is dict else {**metadata, **extra}
+                        )
                         if extra_kind != metadata_kind:  # (the kind of equal kinds is theirs)
                             metadata_kind = combined_kind(metadata_kind, extra_kind)
             content_hint: Hint
@@ -100,8 +123,12 @@ class BatchBuilder:
                     self._check(p)
                 if content_kind:  # made by the writer of plain values, of that kind
                     content_hint = content_kind
-                elif text is None:
-                    content, content_hint = jsonable_with_kind(content)
+                elif text is None:  # (a dict walked without the dispatch: the usual)
+                    content_hint = (
+                        container_kind(content, 0) if type(content) is dict else NOT_PLAIN
+                    )
+                    if content_hint == NOT_PLAIN:
+                        content, content_hint = jsonable_with_kind(content)
                 else:  # a message, encoded for its digest: its text is the store's text
                     content_hint = text  # (its content a dict of its own, else copied)
                     if type(content) is not dict:
@@ -115,6 +142,9 @@ class BatchBuilder:
                              count=1)  # fmt: skip
                 self._dropped(run_id, 1)
                 continue
+            if not start <= created_us < end:
+                start, year, month, day, hour, minute, second = _second(created_us)
+                end = start + 1_000_000
             values = {
                 "event_id": next_id(),
                 "thread_id": thread_id,
@@ -123,9 +153,16 @@ class BatchBuilder:
                 "event_type": event_type,
                 "content": content,
                 "metadata": metadata,
-                "created_at": _EPOCH + _timedelta(0, 0, created_us),
+                # the time ``_EPOCH + timedelta(microseconds=created_us)`` is
+                "created_at": datetime(
+                    year, month, day, hour, minute, second, created_us - start, UTC
+                ),
             }
-            event = construct(NewEvent, values)
+            event = _new_object(NewEvent)  # construct(NewEvent, values), without its call
+            _set_values(event, values)
+            _set_fields_set(event, _FIELD_SET.copy())
+            _set_extra(event, None)
+            _set_private(event, None)
             add(event, content_hint, metadata_hint)
             if built is not None:
                 built(event)
@@ -145,3 +182,11 @@ class BatchBuilder:
                 raise ValueError(f"category {p.category!r} is unknown")
             validate_event_type(p.category, p.event_type)
             self._good_types[p.event_type] = p.category
+
+
+def _second(created_us: int) -> tuple[int, int, int, int, int, int, int]:
+    """The second (UTC) of the time ``created_us`` microseconds after the epoch: its start in
+    microseconds since the epoch, and its year, month, day, hour, minute and second."""
+    start = created_us - created_us % 1_000_000
+    at = _EPOCH + _timedelta(0, 0, start)
+    return start, at.year, at.month, at.day, at.hour, at.minute, at.second

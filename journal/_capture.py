@@ -16,7 +16,9 @@ from langgraph.errors import ParentCommand
 from langgraph.types import Overwrite
 
 from journal._edits import OVERWRITTEN
+from journal._kinds import scalars_kind
 from journal.catalog import is_summary_message
+from journal.encoding import PLAIN
 
 __all__ = [
     "ERROR_TEXT_LIMIT",
@@ -35,6 +37,7 @@ __all__ = [
     "output_writes",
     "parent_command",
     "prompt_tail",
+    "prompt_tail_with_kind",
     "reads_state",
     "removes_messages",
     "scalar_params",
@@ -376,18 +379,39 @@ def prompt_tail(
     Runs on the writer thread. Replay does not need the prompt (``llm.start`` lists every
     message id); this is only a readable excerpt, so its cost stays flat as the thread grows.
     """
+    return prompt_tail_with_kind(messages, budget, max_messages)[0]
+
+
+def prompt_tail_with_kind(
+    messages: Sequence[BaseMessage], budget: int, max_messages: int = 3
+) -> tuple[dict[str, Any], int]:
+    """:func:`prompt_tail` and its :func:`journal.encoding.plain_kind` (its keys ASCII
+    constants, its count an int: its kind is that of each message's type, id and text)."""
     kept: list[dict[str, Any]] = []
     used = 0
+    ascii_only = True  # every type, id and text an ASCII str (or no id): PLAIN
     for message in reversed(messages[-max_messages:]):
         content = message.content
         text = content if type(content) is str else text_of(content)  # (the usual: a str)
         room = budget - used
         if room <= 0:
             break
-        kept.append({"type": message.type, "id": message.id, "text": text[:room]})
-        used += min(len(text), room)
+        name, mid, text = message.type, message.id, text[:room]
+        kept.append({"type": name, "id": mid, "text": text})
+        used += len(text)
+        if ascii_only and not (
+            type(name) is str
+            and name.isascii()
+            and type(text) is str
+            and text.isascii()
+            and (mid is None or (type(mid) is str and mid.isascii()))
+        ):
+            ascii_only = False
     kept.reverse()
-    return {"messages": kept, "omitted_messages": len(messages) - len(kept)}
+    tail = {"messages": kept, "omitted_messages": len(messages) - len(kept)}
+    if ascii_only:
+        return tail, PLAIN
+    return tail, scalars_kind(*[v for m in kept for v in m.values()])
 
 
 def text_of(content: Any) -> str:
@@ -412,7 +436,10 @@ def tool_end_content(name: str, output: Any) -> dict[str, Any]:
 def output_preview(output: Any, limit: int = PREVIEW_LIMIT) -> dict[str, Any]:
     """A tool output as ``{"text", "status", "chars"}``, the text cut to ``limit`` (writer)."""
     content = getattr(output, "content", output)
-    text = text_of(content) if isinstance(content, str | list) else repr(content)
+    if type(content) is str:  # the usual: a tool message's text
+        text = content
+    else:
+        text = text_of(content) if isinstance(content, str | list) else repr(content)
     return {"text": text[:limit], "status": getattr(output, "status", None), "chars": len(text)}
 
 

@@ -35,6 +35,9 @@ __all__ = ["Contents", "ModelOutput"]
 _PROMPT_BUDGET: Final = 4 * 1024
 _FETCHED_MAX: Final = 4096
 _MESSAGE_TYPES: Final = tuple(MESSAGE_EVENT_TYPES.values())
+#: ``Extra(*fields)`` with every field given (a named tuple's own constructor is a Python-level
+#: call; the contents here are built once an event).
+_new = tuple.__new__
 
 
 class Contents:
@@ -65,7 +68,7 @@ class Contents:
         kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
         hidden = isinstance(kwargs, dict) and bool(kwargs.get("hide_from_ui"))
         # a hex digest and a bool: plain JSON by making
-        return Extra(content, {"digest": digest, "hidden": hidden}, text, PLAIN)
+        return _new(Extra, (content, {"digest": digest, "hidden": hidden}, text, PLAIN, NOT_PLAIN))
 
     def model_call(
         self,
@@ -83,10 +86,8 @@ class Contents:
                 if prompt[index].id is not None:  # given one since: recorded as it was sent
                     prompt[index] = prompt[index].model_copy(update={"id": None})
         record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
-        tail = cap.prompt_tail(prompt, _PROMPT_BUDGET)
-        # the excerpt: each message's type, id and text, and a count
-        tail_kind = scalars_kind(*[v for m in tail["messages"] for v in m.values()])
-        return Extra(tail, {CONTEXT_KEY: record}, None, record_kind(record), tail_kind)
+        tail, tail_kind = cap.prompt_tail_with_kind(prompt, _PROMPT_BUDGET)
+        return _new(Extra, (tail, {CONTEXT_KEY: record}, None, record_kind(record), tail_kind))
 
     @staticmethod
     def tool_end(name: str, output: Any) -> Extra:
@@ -95,7 +96,7 @@ class Contents:
         content = cap.tool_end_content(name, output)
         preview = content["output"]
         kind = scalars_kind(name, preview["text"], preview["status"])
-        return Extra(content, {}, None, PLAIN, kind)
+        return _new(Extra, (content, {}, None, PLAIN, kind))
 
     def message_unless_stored(self, thread_id: str, message: BaseMessage, replacement: bool) -> Any:
         """:meth:`message`, or ``SKIP`` when the store holds that version as the message's
@@ -131,9 +132,11 @@ class Contents:
                 needs[p.thread_id] = reads
         self._states.fetch(needs)
 
-    def built(self, event: NewEvent) -> None:
-        """The build made ``event``: the answers for the rest of the batch count it."""
-        self._states.built(event)
+    @property
+    def built(self) -> Callable[[NewEvent], None]:
+        """What to call with each event the build makes: the answers for the rest of the
+        batch count it (the stored states' own method: called once an event)."""
+        return self._states.built
 
     def fetch_digests(self, thread_ids: Iterable[str]) -> None:
         """Read the digests of the stored messages of each thread the index has not met, for
@@ -194,7 +197,7 @@ class ModelOutput(Later):
         content = self._content  # a message id and a count
         kind = scalars_kind(content["message_id"])
         if not self._keep:
-            return Extra(content, {}, None, PLAIN, kind)
+            return _new(Extra, (content, {}, None, PLAIN, kind))
         output = message_to_content(self._message)  # a Plain, of a kind it knows
         kind = combined_kind(kind, output.kind) if type(output) is Plain else NOT_PLAIN
-        return Extra({**content, "output": output}, {}, None, PLAIN, kind)
+        return _new(Extra, ({**content, "output": output}, {}, None, PLAIN, kind))

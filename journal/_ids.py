@@ -34,6 +34,7 @@ _MS_MASK: Final = (1 << 48) - 1
 _LOW_MAX: Final = (1 << 48) - 1  # the last group of the text: 12 hex digits
 _START_BITS: Final = 47  # a millisecond's sequence starts in the lower half of the last group
 _STEP_BITS: Final = 16  # each id adds 1..2**16 to it: at least 2**31 ids in one millisecond
+_PAD_BIT: Final = 1 << 48  # above the last group: its hex text is "0x1" and the group's 12 digits
 
 
 class _Sequence(threading.local):
@@ -91,7 +92,8 @@ def new_event_ids(count: int) -> list[str]:
         if ms != now or low > _LOW_MAX:
             prefix, low = _start(ms)
             now = ms
-        ids.append(f"{prefix}{low:012x}")
+        # ``f"{low:012x}"``: the hex digits below a 49th bit (no format spec to parse)
+        ids.append(prefix + hex(low | _PAD_BIT)[3:])
     sequence.ms, sequence.prefix, sequence.low = now, prefix, low
     return ids
 

@@ -57,6 +57,9 @@ CONTEXT_KEY: Final = "context"
 KEYFRAME_EVERY: Final = 32
 _THREADS: Final = 1024
 _blake2b: Final = hashlib.blake2b
+_new: Final = tuple.__new__  # ``_Seen(*fields)`` without its Python-level constructor
+#: A digest's hasher before any input (copied: cheaper than making one with its size).
+_BLAKE2B_16: Final = hashlib.blake2b(digest_size=16)
 
 Entry = tuple[str | None, str]  # (message id, digest)
 
@@ -92,7 +95,9 @@ def _kind_text_digest(content: Any, kind: int) -> tuple[str, str]:
         except (TypeError, JSONEncodeError):  # pragma: no cover - plain data encodes
             pass
         else:
-            return raw.decode(), _blake2b(raw, digest_size=16).hexdigest()
+            hasher = _BLAKE2B_16.copy()
+            hasher.update(raw)
+            return raw.decode(), hasher.hexdigest()
     text = _kind_text(content, kind)
     return text, _text_digest(text)
 
@@ -151,6 +156,7 @@ class _LastCall:
     messages: Sequence[BaseMessage]  # what the call received (its entries' messages)
     contents: list[Any]  # each message's content object then
     logged: int  # len(_ThreadIndex.log) then
+    known_ids: set[str | None]  # the set of ``ids`` (whether a change of the log touches one)
 
 
 @dataclass(slots=True)
@@ -221,21 +227,21 @@ def _unchanged_prefix(
 
 def _grown(
     last: _LastCall, messages: Sequence[BaseMessage], log: list[str]
-) -> tuple[int, list[Any], list[str | None]] | None:
+) -> tuple[int, list[str | None]] | None:
     """When ``messages`` begin with the whole prompt ``last`` received, unchanged (what
-    :func:`_unchanged_prefix` finds in its first pass): its length, and each message's content
-    object and id now; else ``None``.
+    :func:`_unchanged_prefix` finds in its first pass): its length, and each message's id
+    now; else ``None``. The contents of ``last`` are then those of its messages now.
 
     The usual call of a conversation that grows: each message's content and id are read once,
-    the prompt's own compared as they are read (no copies of it), and the contents ``last``
-    holds are those of its messages now.
+    the prompt's own compared as they are read (no copies of it); the ids journaled since
+    are looked up in ``last``'s set of ids, not compared with each of its ids.
     """
     prev = last.messages
     n = len(prev)
     if (
         n > len(messages)
         or n != len(last.ids)
-        or (len(log) != last.logged and not set(log[last.logged :]).isdisjoint(last.ids))
+        or (len(log) != last.logged and not last.known_ids.isdisjoint(log[last.logged :]))
         or not all(map(operator.is_, messages, prev))  # (map stops at the shorter)
         or not all(map(operator.is_, map(_CONTENT, messages), last.contents))
     ):
@@ -243,7 +249,7 @@ def _grown(
     ids: list[str | None] = list(map(_ID, messages))
     if ids[:n] != last.ids:
         return None
-    return n, [*last.contents, *map(_CONTENT, messages[n:])], ids
+    return n, ids
 
 
 def expand_record(record: dict[str, Any], earlier: Mapping[str, list[Entry]]) -> list[Entry] | None:
@@ -355,7 +361,7 @@ class ContextIndex:
                 index.journaled[mid] = _Seen(message, digest, message.content)
                 index.log.append(mid)
                 return None
-        index.journaled[mid] = _Seen(message, digest, message.content)
+        index.journaled[mid] = _new(_Seen, (message, digest, message.content))
         index.log.append(mid)
         index.digests.add(digest)
         return content, digest, text
@@ -371,14 +377,16 @@ class ContextIndex:
         # entries (their digests were taken then): only what follows is looked at
         grown = None if last is None else _grown(last, messages, index.log)
         if grown is not None:
-            reused, contents, ids = grown
+            reused, ids = grown
+            contents = list(map(_CONTENT, messages[reused:]))  # what follows last's
+            entries: list[Entry] = []  # what follows last's entries (all of them reused)
         else:
             contents = list(map(_CONTENT, messages))
             ids = list(map(_ID, messages))
             reused = (
                 0 if last is None else _unchanged_prefix(last, messages, contents, ids, index.log)
             )
-        entries: list[Entry] = last.entries[:reused] if last is not None else []
+            entries = last.entries[:reused] if last is not None else []
         inline: dict[str, Any] = {}
         for message in messages[reused:] if reused else messages:
             mid = message.id
@@ -390,23 +398,39 @@ class ContextIndex:
                 known = recent.get(mid) if mid is not None else None
                 if known is None or not known.matches(message):
                     content = self._to_content(message)
-                    known = _Seen(message, content_digest(content), message.content)
+                    known = _new(_Seen, (message, content_digest(content), message.content))
                     if known.digest not in index.digests:
                         inline[known.digest] = content
                         index.digests.add(known.digest)
                     if mid is not None:
                         recent[mid] = known
             entries.append((mid, known.digest))
+        if grown is not None and last is not None:  # (grown: there was a last call)
+            # nothing fails from here: last becomes this call's, its lists extended in place
+            # (a call that failed above left it as it was)
+            listed = [{"id": mid, "digest": digest} for mid, digest in entries]
+            last.entries += entries
+            last.contents += contents
+            last.known_ids.update(ids[reused:])
+            base = last.llm_run_id
+            last.llm_run_id, last.ids, last.messages = llm_run_id, ids, messages
+            last.logged = len(index.log)
+            if reused and last.chain < KEYFRAME_EVERY:  # the base's entries are all its first
+                last.chain += 1
+                return {"base": base, "keep": reused, "messages": listed, "inline": inline}
+            last.chain = 0
+            listed = [{"id": mid, "digest": digest} for mid, digest in last.entries]
+            return {"messages": listed, "inline": inline}
         keep = 0
         if last is not None and last.chain < KEYFRAME_EVERY:
             keep = _common_prefix(last.entries, entries, reused)
         listed = [{"id": mid, "digest": digest} for mid, digest in entries[keep:]]
         if last is None or not keep:
             index.calls[caller] = _LastCall(
-                llm_run_id, entries, ids, 0, messages, contents, len(index.log)
+                llm_run_id, entries, ids, 0, messages, contents, len(index.log), set(ids)
             )
             return {"messages": listed, "inline": inline}
         index.calls[caller] = _LastCall(
-            llm_run_id, entries, ids, last.chain + 1, messages, contents, len(index.log)
+            llm_run_id, entries, ids, last.chain + 1, messages, contents, len(index.log), set(ids)
         )
         return {"base": last.llm_run_id, "keep": keep, "messages": listed, "inline": inline}

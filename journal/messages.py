@@ -17,6 +17,7 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
+from pydantic import BaseModel
 
 from journal.encoding import NOT_PLAIN, container_kind, jsonable_with_kind, plain
 
@@ -39,7 +40,7 @@ MESSAGE_EVENT_TYPES: Final = {
 
 def message_to_content(message: BaseMessage) -> dict[str, Any]:
     """The stored form of ``message`` (plain JSON data; encoding it again costs nothing)."""
-    content: dict[str, Any] = plain(message_to_dict(message))
+    content: dict[str, Any] = plain(_message_dict(message))
     return content
 
 
@@ -56,11 +57,29 @@ _SCHEMA_KEYS: Final = frozenset(
 )
 
 
+#: The standard message classes whose ``model_dump`` is pydantic's own: their
+#: ``message_to_dict`` is their type and their serializer's output, taken without the keyword
+#: pass of ``model_dump`` (its defaults are the serializer's).
+_OWN_DUMP: Final = frozenset(
+    cls
+    for cls in (AIMessage, HumanMessage, ToolMessage, SystemMessage)
+    if cls.model_dump is BaseModel.model_dump
+)
+
+
+def _message_dict(message: BaseMessage) -> dict[str, Any]:
+    """``message_to_dict(message)``: a new dict, and a new dump of the message."""
+    cls = type(message)
+    if cls in _OWN_DUMP:
+        return {"type": message.type, "data": cls.__pydantic_serializer__.to_python(message)}
+    return message_to_dict(message)
+
+
 def message_to_plain(message: BaseMessage) -> tuple[dict[str, Any], int]:
     """The stored form of ``message`` (what :func:`message_to_content` holds, as a ``dict`` of
     its own) and its :func:`journal.encoding.plain_kind`, for a caller that encodes it now:
     no :class:`journal.encoding.Plain` copy of it is made."""
-    content = message_to_dict(message)
+    content = _message_dict(message)
     kind = _schema_dump_kind(message, content)
     if kind == NOT_PLAIN:  # not known so (or not plain): the walk, and the rules if need be
         content, kind = jsonable_with_kind(content)

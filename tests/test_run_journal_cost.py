@@ -35,7 +35,8 @@ def test_messages_are_serialised_once_not_per_step(
     """Each message is encoded once in total (its event and every call's record share it);
     node inputs (the whole state) never are."""
     dumped: list[str] = []
-    originals = (journal.encoding._dump_object, journal.messages.message_to_dict)
+    # (every dump of a message the journal takes goes through ``_message_dict``)
+    originals = (journal.encoding._dump_object, journal.messages._message_dict)
 
     def counting(original: Any) -> Any:
         def count(value: Any) -> Any:
@@ -46,7 +47,7 @@ def test_messages_are_serialised_once_not_per_step(
         return count
 
     monkeypatch.setattr(journal.encoding, "_dump_object", counting(originals[0]))
-    monkeypatch.setattr(journal.messages, "message_to_dict", counting(originals[1]))
+    monkeypatch.setattr(journal.messages, "_message_dict", counting(originals[1]))
     store = MemoryEventStore()
     with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as j:
         long_agent(30).invoke(

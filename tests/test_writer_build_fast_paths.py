@@ -1,0 +1,177 @@
+"""The writer's build takes quick paths; each gives what the checked path gives, exactly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
+
+import journal.digests
+from journal import _capture
+from journal._builder import _second
+from journal._ids import _LOW_MAX, _PAD_BIT
+from journal._kinds import scalars_kind
+from journal.digests import ContextIndex, record_kind
+from journal.encoding import PLAIN, plain_kind
+from journal.messages import _message_dict
+from tests.test_context_records import _ODD_VALUES, OPS, _Sub
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _records(ops: list[tuple[str, int]], keyframe_every: int) -> list[tuple[dict[str, Any], int]]:
+    """The records (and their kinds) of one model call after each of ``ops`` on a growing
+    conversation (as in ``test_context_records``), made by one index."""
+    index = ContextIndex()
+    state: list[BaseMessage] = [HumanMessage("start", id="h0")]
+    made = []
+    with mock.patch.object(journal.digests, "KEYFRAME_EVERY", keyframe_every):
+        for n, (op, arg) in enumerate(ops):
+            if op == "grow":
+                state.append(AIMessage(f"message {n}", id=f"m{n}" if arg % 7 else f"é{n}"))
+            elif op == "journal" and state:
+                index.message_event("t", state[arg % len(state)], replacement=True)
+            elif op == "edit" and state:
+                state[arg % len(state)].content = f"edited {n}"
+            elif op == "copy" and state:
+                i = arg % len(state)
+                state[i] = state[i].model_copy(deep=True)
+            elif op == "drop" and len(state) > 1:
+                del state[arg % len(state)]
+            elif op == "call_other" and state:
+                state[arg % len(state)].id = f"renamed {n}" if arg % 3 else None
+            record = index.call_record("t", "agent", f"call{n}", list(state))
+            made.append((record, record_kind(record)))
+    return made
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS, st.sampled_from([1, 2, 3, 32]))
+def test_a_grown_prompt_is_recorded_as_the_full_look_records_it(
+    ops: list[tuple[str, int]], keyframe_every: int
+) -> None:
+    """The records of calls whose prompt grew (the previous call's state reused and extended
+    in place) are the records the full look makes of the same calls, keyframes included,
+    and so are their kinds."""
+    quick = _records(ops, keyframe_every)
+    with mock.patch.object(journal.digests, "_grown", lambda *_: None):
+        checked = _records(ops, keyframe_every)
+    assert quick == checked
+
+
+_CLASSES = st.sampled_from(
+    [HumanMessage, AIMessage, ToolMessage, SystemMessage, AIMessageChunk, ChatMessage, _Sub]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=_CLASSES,
+    content=st.text(max_size=4)
+    | st.lists(st.sampled_from([{"type": "text", "text": "é"}, "x", {"k": (1,)}]), max_size=2),
+    kwargs=st.dictionaries(st.text(max_size=2), _ODD_VALUES, max_size=3),
+    name=st.none() | st.sampled_from(["n", "ñ"]),
+    args=st.dictionaries(st.text(max_size=2), _ODD_VALUES, max_size=2),
+    odd_type=st.sampled_from([None, "é", 3]),
+)
+def test_a_message_is_dumped_as_message_to_dict_dumps_it(
+    kind: type[BaseMessage],
+    content: Any,
+    kwargs: dict[str, Any],
+    name: str | None,
+    args: dict[str, Any],
+    odd_type: Any,
+) -> None:
+    """The journal's dump of a message (its serializer called directly for the standard
+    classes) is ``message_to_dict``'s, value for value and type for type."""
+    more: dict[str, Any] = {}
+    if kind is ToolMessage:
+        more = {"tool_call_id": "c1", "artifact": args}
+    elif kind is ChatMessage:
+        more = {"role": "r"}
+    elif kind in (AIMessage, AIMessageChunk):
+        more = {"tool_calls": [{"name": "f", "args": args, "id": "c1"}]}
+    message = kind(content, id="m1", name=name, additional_kwargs=kwargs, **more)
+    if odd_type is not None:
+        message.type = odd_type
+    ours, theirs = _message_dict(message), message_to_dict(message)
+    assert ours == theirs and repr(ours) == repr(theirs)
+
+
+def _tail(messages: list[BaseMessage], budget: int) -> dict[str, Any]:
+    """The excerpt as it was made before its kind was found with it (the reference)."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for message in reversed(messages[-3:]):
+        text = _capture.text_of(message.content)
+        room = budget - used
+        if room <= 0:
+            break
+        kept.append({"type": message.type, "id": message.id, "text": text[:room]})
+        used += min(len(text), room)
+    kept.reverse()
+    return {"messages": kept, "omitted_messages": len(messages) - len(kept)}
+
+
+_TEXTS = st.text(max_size=6) | st.sampled_from(["é", "a\ud800", "x" * 40])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            _TEXTS | st.lists(_TEXTS.map(lambda t: {"type": "text", "text": t}), max_size=2),
+            st.none() | st.sampled_from(["a", "é", "id-1"]),
+            st.sampled_from([None, "é", 3]),
+        ),
+        max_size=6,
+    ),
+    st.integers(min_value=1, max_value=50),
+)
+def test_the_prompt_excerpt_and_its_kind_are_the_checked_ones(
+    specs: list[tuple[Any, str | None, Any]], budget: int
+) -> None:
+    """The excerpt found with its kind is the excerpt, and its kind is ``scalars_kind`` of
+    its values (the kind of the excerpt itself where that says PLAIN)."""
+    prompt: list[BaseMessage] = []
+    for content, mid, odd_type in specs:
+        message = HumanMessage(content, id=mid)
+        if odd_type is not None:
+            message.type = odd_type
+        prompt.append(message)
+    tail, kind = _capture.prompt_tail_with_kind(prompt, budget)
+    expected = _tail(prompt, budget)
+    assert tail == expected and repr(tail) == repr(expected)
+    assert kind == scalars_kind(*[v for m in tail["messages"] for v in m.values()])
+    if kind == PLAIN:
+        assert plain_kind(tail) == PLAIN
+
+
+@given(st.integers(min_value=0, max_value=_LOW_MAX))
+def test_an_id_group_is_written_as_its_format_spec_writes_it(low: int) -> None:
+    """An event id's last group (hex digits below a 49th bit) is ``f"{low:012x}"``."""
+    assert hex(low | _PAD_BIT)[3:] == f"{low:012x}"
+
+
+@given(st.integers(min_value=-62_135_596_800_000_000, max_value=253_402_300_799_999_999))
+def test_an_event_time_is_the_epoch_plus_its_microseconds(created_us: int) -> None:
+    """The time the builder makes of an event's microseconds (its second's fields, then the
+    microseconds within it) is ``epoch + timedelta(microseconds=...)``."""
+    start, *fields = _second(created_us)
+    made = datetime(*fields, created_us - start, UTC)  # type: ignore[misc]
+    expected = _EPOCH + timedelta(0, 0, created_us)
+    assert start <= created_us < start + 1_000_000
+    assert made == expected and made.tzinfo is expected.tzinfo and made.fold == expected.fold
