@@ -117,7 +117,7 @@ class Ledger:
             check = (
                 not node.run.synced
                 or bool(self.placement.unplaced)
-                or len({p for _, p in self._fresh}) > 1
+                or (len(self._fresh) > 1 and len({p for _, p in self._fresh}) > 1)
             )
             self._step = node.step
             self._fresh = []

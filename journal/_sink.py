@@ -22,6 +22,7 @@ __all__ = ["EventSink"]
 
 _log = get_logger(__name__)
 _new = tuple.__new__
+_time_ns = time.time_ns  # (one global look-up a queued event)
 
 
 class EventSink:
@@ -55,7 +56,7 @@ class EventSink:
 
         ``metadata_kind``: the ``plain_kind`` of ``metadata`` when the caller built it of
         values it knows (:func:`journal._kinds.scalars_kind`), else ``NOT_PLAIN``."""
-        now = time.time_ns() // 1000
+        now = _time_ns() // 1000
         if now <= self._last_us:
             now = self._last_us + 1
         self._last_us = now

@@ -101,7 +101,10 @@ class RunTracker:
     ) -> None:
         """A chain started: a root (its parent is unknown to this journal: it is attached to
         that call) with ``run.start`` and its new input, or a node under a journaled root."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             if self._runs.finished(parent_id):
                 self._runs.forget(run_id)
                 return
@@ -116,22 +119,30 @@ class RunTracker:
                 path = task_order_key(metadata.get("langgraph_path") or "")
                 state = inputs if cap.reads_state(metadata) else None
                 self._threads.get(node.run.thread_id).node_started(node, state, path)
+        finally:
+            lock.release()
 
     def chain_ended(self, run_id: UUID, outputs: Any) -> None:
         """A chain ended: a node of the root graph journals what it wrote; a root ``run.end``."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             update = self._updates.pop(run_id, None) if self._updates else None
             if update is not None:  # LangGraph took its writes (its output is only them)
                 self._threads.get(update.thread_id).state_updated(update.writes)
                 self._sink.wake()
                 return
+            node = self._runs.pop(run_id)  # (a node first: 200 node ends a run for one root's)
+            if node is not None:
+                if node.top:
+                    self._node_wrote(node, outputs)
+                return
             run = self._runs.root(run_id)
             if run is not None:
                 self._finish_root(run_id, run, "run.end", run.summary("success"), state=outputs)
-                return
-            node = self._runs.pop(run_id)
-            if node is not None and node.top:
-                self._node_wrote(node, outputs)
+        finally:
+            lock.release()
 
     def chain_failed(self, run_id: UUID, error: BaseException) -> None:
         """A chain failed: a root ends with ``run.cancel``, ``run.interrupt`` or one
@@ -218,7 +229,10 @@ class RunTracker:
         metadata: dict[str, Any],
     ) -> None:
         """A model call started: ``llm.start`` (the record of its input built by the writer)."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             node = self._runs.add_child(run_id, parent_id, model, metadata, traced=True)
             if node is None:
                 return
@@ -248,12 +262,17 @@ class RunTracker:
             # the function and its object, not a bound method: one object less to keep
             content = _new(Lazy, (Contents.model_call, args, None))
             self._sink.emit(node.run, "trace", "llm.start", content, event_md, kind)
+        finally:
+            lock.release()
 
     def model_ended(self, run_id: UUID, response: cap.ModelResponse) -> None:
         """A model call answered: ``llm.end`` with usage under the model the response names,
         and the answer itself unless the node that made the call writes it to the thread's
         state (journaled as ``message.*``); usage adds to the run's totals."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             done = self._runs.done(run_id)
             if done is None:
                 return
@@ -290,6 +309,8 @@ class RunTracker:
                 else:
                     holder.outputs.append(content)
             self._sink.emit(node.run, "trace", "llm.end", content, metadata, kind)
+        finally:
+            lock.release()
 
     def model_failed(self, run_id: UUID, error: BaseException) -> None:
         """A model call failed: ``llm.error`` (the run's ``run.error`` comes from the root)."""
@@ -313,7 +334,10 @@ class RunTracker:
         metadata: dict[str, Any] | None,
     ) -> None:
         """A tool call started: ``tool.start`` with its name and arguments."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             node = self._runs.add_child(run_id, parent_id, name, metadata, tool=True)
             if node is None:
                 return
@@ -332,10 +356,15 @@ class RunTracker:
             kind = node.event_kind(call_id)
             content = {"name": name, "args": args}
             self._sink.emit(node.run, "trace", "tool.start", content, event_md, kind)
+        finally:
+            lock.release()
 
     def tool_ended(self, run_id: UUID, output: Any) -> None:
         """A tool call returned: ``tool.end`` (the result message comes from its node)."""
-        with self._lock:
+        lock = self._lock  # (taken written out: the callback path, see SpinLock)
+        if not lock.poll(False):
+            lock.acquire()
+        try:
             done = self._runs.done(run_id)
             if done is not None:
                 node, duration = done
@@ -343,6 +372,8 @@ class RunTracker:
                 content = _new(Lazy, (Contents.tool_end, (node.name, output), None))
                 kind = node.event_kind(node.tool_call_id, span=duration)
                 self._sink.emit(node.run, "trace", "tool.end", content, metadata, kind)
+        finally:
+            lock.release()
 
     def tool_failed(self, run_id: UUID, error: BaseException) -> None:
         """A tool call raised: ``tool.error`` with its duration and the error."""

@@ -214,6 +214,8 @@ class RunJournal(GraphCallbackHandler):
         self._tracker.middleware_recorded(hook_run, tag, content, name)
 
     # -- callbacks: each tells the tracker what happened ------------------------------------
+    # (the keywords LangChain passes are named, used or not, as in its own base class: then
+    # no ``**kwargs`` dict of them is made at each callback)
 
     def on_chain_start(
         self,
@@ -222,6 +224,7 @@ class RunJournal(GraphCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -231,7 +234,15 @@ class RunJournal(GraphCallbackHandler):
             run_id, parent_run_id, name, inputs, metadata or {}, self.thread_id
         )
 
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """A node of the root graph journals the messages it writes; a root ``run.end``."""
         self._tracker.chain_ended(run_id, outputs)
 
@@ -292,7 +303,15 @@ class RunJournal(GraphCallbackHandler):
             run_id, parent_run_id, model, parameters, prompt, list(tags or ()), md
         )
 
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_end(
+        self,
+        response: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """``llm.end`` with usage, latency and model; usage adds to the run's totals."""
         self._tracker.model_ended(run_id, cap.model_response(response))
 
@@ -307,6 +326,7 @@ class RunJournal(GraphCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -317,7 +337,15 @@ class RunJournal(GraphCallbackHandler):
         call_id = kwargs.get("tool_call_id")
         self._tracker.tool_started(run_id, parent_run_id, name, call_id, args, metadata)
 
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_tool_end(
+        self,
+        output: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """``tool.end`` with duration (the result message comes from the tools node)."""
         self._tracker.tool_ended(run_id, output)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, Remove
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from journal import _capture as cap
+from journal._registry import RunRegistry, run_text
 from journal._run_state import RunState
 from journal._tracker import _unset
 
@@ -103,3 +105,37 @@ def test_a_runs_usage_totals_add_each_calls_usage(calls: list[tuple[str, dict[st
     assert [(m, list(u.items())) for m, u in run.usage_by_model.items()] == [
         (m, list(u.items())) for m, u in by_model.items()
     ]
+
+
+class _Uuid(UUID):
+    """A ``UUID`` subclass with a text of its own: left to ``str``."""
+
+    def __str__(self) -> str:
+        return "mine"
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_a_run_ids_text_is_str_of_it(value: int) -> None:
+    """A run id's span text is ``str`` of it: a UUID's, a subclass's, any other value's."""
+    run_id = UUID(int=value)
+    assert run_text(run_id) == str(run_id)
+    assert run_text(_Uuid(int=value)) == "mine"
+    assert run_text(str(run_id)) == str(run_id)
+    assert run_text(value) == str(value)
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1), st.booleans())
+def test_runs_are_found_by_an_equal_run_id(value: int, subclass: bool) -> None:
+    """A run kept under one UUID is found, and ended, by any equal one (another object, a
+    subclass); a run id that is no UUID is kept as itself."""
+    runs = RunRegistry()
+    root = RunState(run_id="r", thread_id="t", graph="g")
+    runs.add_root(UUID(int=value), root)
+    other = (_Uuid if subclass else UUID)(int=value)
+    assert runs.root(other) is root
+    child = runs.add_child(UUID(int=value ^ 1), other, "n", {}, traced=True)
+    assert child is not None and child.parent_span == "r"
+    assert runs.node(UUID(int=value ^ 1)) is child
+    assert runs.root(str(other)) is None and runs.node(value ^ 1) is None
+    assert runs.end_root(other, root) == [child]
+    assert runs.finished(UUID(int=value)) and runs.finished(UUID(int=value ^ 1))
