@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,6 +45,41 @@ OPS = st.lists(
 )
 
 
+def apply_op(
+    index: ContextIndex,
+    state: list[BaseMessage],
+    n: int,
+    op: str,
+    arg: int,
+    *,
+    grow: Callable[[int, int], BaseMessage] | None = None,
+    rename: Callable[[int, int], str | None] | None = None,
+) -> None:
+    """Apply the ``n``-th of :data:`OPS`' operations to the conversation ``state``: ``grow``
+    appends ``grow(n, arg)`` (default: an AI or human message by turns, id ``m{n}``),
+    ``journal`` journals one of its messages through ``index`` as a replacement, ``edit``
+    replaces a content in place, ``copy`` swaps a message for its deep copy, ``drop`` removes
+    one; ``call_other`` renames a message in place to ``rename(n, arg)`` when ``rename`` is
+    given (else it changes nothing here: the caller calls as another caller)."""
+    if op == "grow":
+        if grow is None:
+            kind = AIMessage if n % 2 else HumanMessage
+            state.append(kind(f"message {n}", id=f"m{n}"))
+        else:
+            state.append(grow(n, arg))
+    elif op == "journal" and state:
+        index.message_event("t", state[arg % len(state)], replacement=True)
+    elif op == "edit" and state:
+        state[arg % len(state)].content = f"edited {n}"  # in place, a new content object
+    elif op == "copy" and state:
+        i = arg % len(state)
+        state[i] = state[i].model_copy(deep=True)
+    elif op == "drop" and len(state) > 1:
+        del state[arg % len(state)]
+    elif op == "call_other" and state and rename is not None:
+        state[arg % len(state)].id = rename(n, arg)  # an id changed in place
+
+
 @settings(max_examples=150, deadline=None)
 @given(OPS)
 def test_every_record_expands_to_the_exact_prompt(ops: list[tuple[str, int]]) -> None:
@@ -54,18 +90,7 @@ def test_every_record_expands_to_the_exact_prompt(ops: list[tuple[str, int]]) ->
     state: list[BaseMessage] = [HumanMessage("start", id="h0")]
     expanded: dict[str, list[Any]] = {}
     for n, (op, arg) in enumerate(ops):
-        if op == "grow":
-            kind = AIMessage if n % 2 else HumanMessage
-            state.append(kind(f"message {n}", id=f"m{n}"))
-        elif op == "journal" and state:
-            index.message_event("t", state[arg % len(state)], replacement=True)
-        elif op == "edit" and state:
-            state[arg % len(state)].content = f"edited {n}"  # in place, a new content object
-        elif op == "copy" and state:
-            i = arg % len(state)
-            state[i] = state[i].model_copy(deep=True)
-        elif op == "drop" and len(state) > 1:
-            del state[arg % len(state)]
+        apply_op(index, state, n, op, arg)
         caller = "middleware:Other" if op == "call_other" else "agent"
         prompt = list(state)
         run_id = f"call{n}"
@@ -73,6 +98,10 @@ def test_every_record_expands_to_the_exact_prompt(ops: list[tuple[str, int]]) ->
         entries = expand_record(record, expanded)
         assert entries == [(m.id, message_digest(m)) for m in prompt]
         expanded[run_id] = entries
+
+
+def _ai(n: int, arg: int) -> BaseMessage:
+    return AIMessage(f"message {n}", id=f"m{n}")
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,19 +114,7 @@ def test_a_grown_prompt_is_found_as_the_full_look_finds_it(ops: list[tuple[str, 
     index = ContextIndex()
     state: list[BaseMessage] = [HumanMessage("start", id="h0")]
     for n, (op, arg) in enumerate(ops):
-        if op == "grow":
-            state.append(AIMessage(f"message {n}", id=f"m{n}"))
-        elif op == "journal" and state:
-            index.message_event("t", state[arg % len(state)], replacement=True)
-        elif op == "edit" and state:
-            state[arg % len(state)].content = f"edited {n}"
-        elif op == "copy" and state:
-            i = arg % len(state)
-            state[i] = state[i].model_copy(deep=True)
-        elif op == "drop" and len(state) > 1:
-            del state[arg % len(state)]
-        elif op == "call_other" and state:
-            state[arg % len(state)].id = f"renamed {n}"  # an id changed in place
+        apply_op(index, state, n, op, arg, grow=_ai, rename=lambda n, _: f"renamed {n}")
         prompt = list(state)
         thread = index._threads.get("t")
         last = thread.calls.get("agent") if thread is not None else None

@@ -27,9 +27,17 @@ from journal._kinds import scalars_kind
 from journal.digests import ContextIndex, record_kind
 from journal.encoding import PLAIN, plain_kind
 from journal.messages import _message_dict
-from tests.test_context_records import _ODD_VALUES, OPS, _Sub
+from tests.test_context_records import _ODD_VALUES, OPS, _Sub, apply_op
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _grown_message(n: int, arg: int) -> BaseMessage:
+    return AIMessage(f"message {n}", id=f"m{n}" if arg % 7 else f"é{n}")
+
+
+def _renamed(n: int, arg: int) -> str | None:
+    return f"renamed {n}" if arg % 3 else None
 
 
 def _records(ops: list[tuple[str, int]], keyframe_every: int) -> list[tuple[dict[str, Any], int]]:
@@ -40,19 +48,7 @@ def _records(ops: list[tuple[str, int]], keyframe_every: int) -> list[tuple[dict
     made = []
     with mock.patch.object(journal.digests, "KEYFRAME_EVERY", keyframe_every):
         for n, (op, arg) in enumerate(ops):
-            if op == "grow":
-                state.append(AIMessage(f"message {n}", id=f"m{n}" if arg % 7 else f"é{n}"))
-            elif op == "journal" and state:
-                index.message_event("t", state[arg % len(state)], replacement=True)
-            elif op == "edit" and state:
-                state[arg % len(state)].content = f"edited {n}"
-            elif op == "copy" and state:
-                i = arg % len(state)
-                state[i] = state[i].model_copy(deep=True)
-            elif op == "drop" and len(state) > 1:
-                del state[arg % len(state)]
-            elif op == "call_other" and state:
-                state[arg % len(state)].id = f"renamed {n}" if arg % 3 else None
+            apply_op(index, state, n, op, arg, grow=_grown_message, rename=_renamed)
             record = index.call_record("t", "agent", f"call{n}", list(state))
             made.append((record, record_kind(record)))
     return made
