@@ -14,7 +14,6 @@ from langchain_core.messages import (
     BaseMessage,
     ChatMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
     message_to_dict,
 )
@@ -27,7 +26,7 @@ from journal._kinds import scalars_kind
 from journal.digests import ContextIndex, record_kind
 from journal.encoding import PLAIN, plain_kind
 from journal.messages import _message_dict
-from tests.test_context_records import _ODD_VALUES, OPS, _Sub, apply_op
+from tests.test_context_records import _MESSAGE_CLASSES, _ODD_VALUES, OPS, apply_op
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -68,14 +67,9 @@ def test_a_grown_prompt_is_recorded_as_the_full_look_records_it(
     assert quick == checked
 
 
-_CLASSES = st.sampled_from(
-    [HumanMessage, AIMessage, ToolMessage, SystemMessage, AIMessageChunk, ChatMessage, _Sub]
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
-    kind=_CLASSES,
+    kind=_MESSAGE_CLASSES,
     content=st.text(max_size=4)
     | st.lists(st.sampled_from([{"type": "text", "text": "é"}, "x", {"k": (1,)}]), max_size=2),
     kwargs=st.dictionaries(st.text(max_size=2), _ODD_VALUES, max_size=3),
