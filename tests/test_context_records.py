@@ -184,6 +184,18 @@ def _nested(depth: int) -> Any:
     return value
 
 
+def kind_fields(kind: type[BaseMessage], artifact: Any, args: Any) -> dict[str, Any]:
+    """The fields a message of ``kind`` needs (or, for an AI message, a tool call of ``args``;
+    for a tool message, ``artifact``), beside its content and id."""
+    if kind is ToolMessage:
+        return {"tool_call_id": "c1", "artifact": artifact}
+    if kind is ChatMessage:
+        return {"role": "r"}
+    if kind in (AIMessage, AIMessageChunk):
+        return {"tool_calls": [{"name": "f", "args": args, "id": "c1"}]}
+    return {}
+
+
 _MESSAGE_CLASSES = st.sampled_from(
     [HumanMessage, AIMessage, ToolMessage, SystemMessage, AIMessageChunk, ChatMessage, _Sub]
 )
@@ -220,13 +232,7 @@ def test_a_standard_message_dump_walks_as_the_generic_walk(
     """``message_to_plain``'s kind of a standard message's dump (its keys known ASCII, its
     values walked) is the generic walk's, and its stored form the rules' (extra fields, odd
     values, nesting up to the depth limit, a ``type`` assigned after construction)."""
-    more: dict[str, Any] = {}
-    if kind is ToolMessage:
-        more = {"tool_call_id": "c1", "artifact": artifact}
-    elif kind is ChatMessage:
-        more = {"role": "r"}
-    elif kind in (AIMessage, AIMessageChunk):
-        more = {"tool_calls": [{"name": "f", "args": args, "id": "c1"}]}
+    more = kind_fields(kind, artifact, args)
     if depth:
         fields = {**fields, "additional_kwargs": {"deep": _nested(depth)}}
     message = kind(content, id="m1", name=name, **fields, **more, **extra)

@@ -10,11 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
-    ChatMessage,
     HumanMessage,
-    ToolMessage,
     message_to_dict,
 )
 
@@ -26,7 +23,13 @@ from journal._kinds import scalars_kind
 from journal.digests import ContextIndex, record_kind
 from journal.encoding import PLAIN, plain_kind
 from journal.messages import _message_dict
-from tests.test_context_records import _MESSAGE_CLASSES, _ODD_VALUES, OPS, apply_op
+from tests.test_context_records import (
+    _MESSAGE_CLASSES,
+    _ODD_VALUES,
+    OPS,
+    apply_op,
+    kind_fields,
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -87,13 +90,7 @@ def test_a_message_is_dumped_as_message_to_dict_dumps_it(
 ) -> None:
     """The journal's dump of a message (its serializer called directly for the standard
     classes) is ``message_to_dict``'s, value for value and type for type."""
-    more: dict[str, Any] = {}
-    if kind is ToolMessage:
-        more = {"tool_call_id": "c1", "artifact": args}
-    elif kind is ChatMessage:
-        more = {"role": "r"}
-    elif kind in (AIMessage, AIMessageChunk):
-        more = {"tool_calls": [{"name": "f", "args": args, "id": "c1"}]}
+    more = kind_fields(kind, args, args)
     message = kind(content, id="m1", name=name, additional_kwargs=kwargs, **more)
     if odd_type is not None:
         message.type = odd_type
