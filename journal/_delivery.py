@@ -135,6 +135,15 @@ class Delivery:
         self._down_until = 0.0
         return count
 
+    def idle(self) -> None:
+        """Nothing is queued: the store's upkeep left for then (never raises)."""
+        if self._stopped or self._store_down():
+            return
+        try:
+            self.store._writer_idle()
+        except Exception as e:
+            _log.info("journal_store_upkeep_failed", error_type=type(e).__name__)
+
     def spool_waits(self) -> bool:
         """Whether spooled events wait for the store to come back (to be replayed)."""
         return bool(self._spooled_threads)

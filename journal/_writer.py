@@ -30,6 +30,9 @@ Guarantees:
   made the call ends). The writer writes what comes before it and waits there, at most
   ``SETTLE_LIMIT`` seconds (then it builds the content unsettled), so that no event overtakes
   it.
+* Upkeep that makes a store's write slower (SQLite's WAL checkpoint) waits until nothing is
+  queued (:meth:`journal.store.RunEventStore._writer_idle`): a :meth:`flush` or a
+  :meth:`close` does not wait for it, the next batch may.
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
   Anything dropped is reported to ``on_drop`` and logged, never silent.
 """
@@ -348,6 +351,7 @@ class Writer:
                 return
             if not self._items:
                 self._delivery.drain_spool()  # idle: the store may be back
+                self._delivery.idle()  # the store's upkeep, which no caller waits on now
 
     def _sleep_while_idle(self) -> None:
         """Sleep until there is work: nothing queued, nothing spooled that waits for the

@@ -17,6 +17,10 @@ Guarantees on top of the ``RunEventStore`` contract:
   the partial index of the thread's other events (what the timeline reads); a page
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
   ``read_usage`` reads the thread's head row: each append keeps its usage, in its transaction.
+* **Checkpoints off the caller's path.** The journal's writer appends with SQLite's
+  automatic WAL checkpoint off and runs the checkpoint itself once nothing is queued (after
+  about the 4 MiB SQLite would wait for; at once after four times as much), so that a
+  ``flush`` or ``close`` never waits for one. Every other write checkpoints as SQLite does.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
@@ -31,7 +35,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from time import monotonic
 from typing import Any, Final, TypeVar
@@ -41,7 +47,7 @@ from sqlite_utils import Database
 
 from journal import _sqlite_runs as runs
 from journal import _sqlite_schema as sql
-from journal._batch import EventLike, KnownEvents, prepare_batch
+from journal._batch import EventLike, KnownEvents, PreparedBatch, prepare_batch
 from journal._logging import get_logger
 from journal._sqlite_conn import ConnectionPool, is_busy, retry_busy, transaction, translate
 from journal._sqlite_copy import copy_thread
@@ -70,6 +76,15 @@ T = TypeVar("T")
 _SYNCHRONOUS: Final = ("NORMAL", "FULL", "EXTRA")
 _MIN_SQLITE: Final = (3, 35, 0)  # RETURNING
 _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
+#: The journal's writer leaves the WAL checkpoint of its appends until it has nothing queued
+#: (``_writer_idle``), so that no commit a caller waits on (a flush, a close) pays for one.
+#: SQLite's own automatic checkpoint comes at 1,000 pages (~4 MiB): the writer's is due at
+#: about that much written, estimated as the texts plus a row's share of pages and indexes,
+#: and runs right after the commit when the writer was never idle for four times as much.
+_CHECKPOINT_DUE: Final = 4 << 20
+_CHECKPOINT_OVERDUE: Final = 4 * _CHECKPOINT_DUE
+_ROW_PAGE_BYTES: Final = 1024
+_CHECKPOINT_SQL: Final = "PRAGMA wal_checkpoint(PASSIVE)"  # never waits for readers or writers
 
 
 def _is_trace_type(event_type: str) -> bool:
@@ -198,6 +213,10 @@ class SqliteEventStore(RunEventStore):
         self.path = Path(text)
         self.synchronous = synchronous.upper()
         self._retry_deadline = retry_deadline
+        # what the journal's writer appended since the last checkpoint, estimated (bytes)
+        self._unchecked = 0
+        self._unchecked_lock = threading.Lock()
+        self._autocheckpoint = "PRAGMA wal_autocheckpoint = 1000"  # a connection's, read below
         self._pool = ConnectionPool(
             self.path,
             busy_timeout_s=busy_timeout,
@@ -231,6 +250,8 @@ class SqliteEventStore(RunEventStore):
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             log.warning("sqlite_wal_unavailable", path=str(self.path), journal_mode=mode)
+        pages = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        self._autocheckpoint = f"PRAGMA wal_autocheckpoint = {pages}"
         db = Database(conn, execute_plugins=False, recursive_triggers=False)
         if sql.read_version(db) == sql.SCHEMA_VERSION:
             return
@@ -267,20 +288,31 @@ class SqliteEventStore(RunEventStore):
         try:
             conn = pool.take()
             try:
-                try:
-                    return append_events(conn, events, new_ids, records)
-                except sqlite3.OperationalError as e:
-                    if not is_busy(e):
-                        raise
-                return retry_busy(
-                    lambda: append_events(conn, events, new_ids, records),
-                    deadline_s=self._retry_deadline,
-                    started=started,
-                )
+                return self._append_on(conn, events, new_ids, records, started)
             finally:
                 pool.give(conn)
         except sqlite3.Error as e:
             raise translate(e, self.path, "append events") from e
+
+    def _append_on(
+        self,
+        conn: sqlite3.Connection,
+        events: Sequence[NewEvent],
+        new_ids: set[str] | None,
+        records: bool,
+        started: float,
+    ) -> list[RunEvent]:
+        """``append_events`` on ``conn``, retried while the write lock is busy."""
+        try:
+            return append_events(conn, events, new_ids, records)
+        except sqlite3.OperationalError as e:
+            if not is_busy(e):
+                raise
+        return retry_busy(
+            lambda: append_events(conn, events, new_ids, records),
+            deadline_s=self._retry_deadline,
+            started=started,
+        )
 
     def _append_unreturned(self, events: Iterable[EventLike]) -> None:
         # the records are not built, unless a subclass, the class (a patch, instrumentation)
@@ -292,7 +324,41 @@ class SqliteEventStore(RunEventStore):
         if self._closed:
             self._check_open()
         if prepared:
-            self._append(prepared, records=False)
+            self._append_unchecked(prepared)
+
+    def _append_unchecked(self, events: list[NewEvent]) -> None:
+        """:meth:`_append` of the journal's writer, without the records, on a connection whose
+        commits leave the WAL checkpoint to :meth:`_writer_idle` (its automatic checkpoint off
+        for this append only); run at once after the commit when it is overdue."""
+        written = len(events) * _ROW_PAGE_BYTES
+        if type(events) is PreparedBatch:  # (a subclass's own prepare may give a plain list)
+            written += sum(map(len, chain.from_iterable(events.texts)))
+        pool, started = self._pool, monotonic()
+        try:
+            conn = pool.take()
+            try:
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
+                self._append_on(conn, events, None, False, started)
+                with self._unchecked_lock:
+                    self._unchecked += written
+                    overdue = self._unchecked >= _CHECKPOINT_OVERDUE
+                    if overdue:
+                        self._unchecked = 0
+                if overdue:  # the writer was never idle for that long: not later than now
+                    conn.execute(_CHECKPOINT_SQL).fetchall()
+            except BaseException:
+                _give_back(pool, conn, self._autocheckpoint)
+                raise
+            _give_back(pool, conn, self._autocheckpoint)
+        except sqlite3.Error as e:
+            raise translate(e, self.path, "append events") from e
+
+    def _writer_idle(self) -> None:
+        if self._unchecked < _CHECKPOINT_DUE or self._closed:
+            return
+        with self._unchecked_lock:
+            self._unchecked = 0
+        self._run("checkpoint the WAL", lambda conn: conn.execute(_CHECKPOINT_SQL).fetchall())
 
     def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
         new_ids: set[str] = set()
@@ -457,6 +523,19 @@ class SqliteEventStore(RunEventStore):
 
     def _close(self) -> None:
         self._pool.close()
+
+
+def _give_back(pool: ConnectionPool, conn: sqlite3.Connection, autocheckpoint: str) -> None:
+    """Give ``conn`` back to ``pool`` with its automatic checkpoint as every connection has
+    it; closed instead when that cannot be set (no other append inherits it off)."""
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.execute(autocheckpoint)
+    except sqlite3.Error:
+        conn.close()
+        return
+    pool.give(conn)
 
 
 #: The appends and reads as this module defines them, taken when it loads: a store whose

@@ -150,6 +150,12 @@ class RunEventStore(ABC):
         records."""
         self.append(events)
 
+    def _writer_idle(self) -> None:
+        """The journal's writer has nothing queued (its callers wait on nothing): upkeep its
+        appends left for then (SQLite: the WAL checkpoint). Raises ``StoreError``; the writer
+        logs it and goes on."""
+        return  # (none by default)
+
     def _message_marks(
         self, thread_id: str, event_types: Sequence[str], after_seq: int | None = None
     ) -> list[MessageMark] | None:
