@@ -31,8 +31,8 @@ Guarantees:
   ``SETTLE_LIMIT`` seconds (then it builds the content unsettled), so that no event overtakes
   it.
 * Upkeep that makes a store's write slower (SQLite's WAL checkpoint) waits until nothing is
-  queued (:meth:`journal.store.RunEventStore._writer_idle`): a :meth:`flush` or a
-  :meth:`close` does not wait for it, the next batch may.
+  queued (:meth:`journal.store.RunEventStore._writer_idle`), and none begins once
+  :meth:`close` has: a :meth:`flush` or a :meth:`close` does not wait for it.
 * The buffer is bounded: :meth:`put` returns ``False`` instead of growing past ``max_buffer``.
   Anything dropped is reported to ``on_drop`` and logged, never silent.
 """
@@ -190,6 +190,7 @@ class Writer:
         self._builder = BatchBuilder(self._dropped, built)
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._closing = False  # close has begun: no upkeep (it would wait for it)
         self._waiting_since: float | None = None  # the writer waits for a Later to settle
 
     def may_read(self) -> bool:
@@ -266,6 +267,7 @@ class Writer:
         budget = self.close_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         failures = self._delivery.spool_failures
+        self._closing = True
         if self.before_close is not None:  # last events of the owner (also at exit)
             try:
                 self.before_close()
@@ -351,7 +353,8 @@ class Writer:
                 return
             if not self._items:
                 self._delivery.drain_spool()  # idle: the store may be back
-                self._delivery.idle()  # the store's upkeep, which no caller waits on now
+                if not self._closing:  # (close would wait for it: the thread's join)
+                    self._delivery.idle()  # the store's upkeep, which no caller waits on now
 
     def _sleep_while_idle(self) -> None:
         """Sleep until there is work: nothing queued, nothing spooled that waits for the

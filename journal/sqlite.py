@@ -18,9 +18,10 @@ Guarantees on top of the ``RunEventStore`` contract:
   of runs walks ``runs (thread_id, first_seq)``, ``get_run`` the run id index, and
   ``read_usage`` reads the thread's head row: each append keeps its usage, in its transaction.
 * **Checkpoints off the caller's path.** The journal's writer appends with SQLite's
-  automatic WAL checkpoint off and runs the checkpoint itself once nothing is queued (after
-  about the 4 MiB SQLite would wait for; at once after four times as much), so that a
-  ``flush`` or ``close`` never waits for one. Every other write checkpoints as SQLite does.
+  automatic WAL checkpoint put off and has it run on a thread of its own once nothing is
+  queued (after about the 4 MiB SQLite would wait for; in the commit that takes the WAL past
+  four times as much), so that the journal's ``flush`` or ``close`` never waits for one.
+  Every other write checkpoints as SQLite does; the store's ``close`` waits for one that runs.
 * **Durability.** ``synchronous="NORMAL"`` (default) may lose the last transactions on power
   loss but never corrupts the file; ``"FULL"`` makes every committed append durable.
 * **Cheap results.** The records ``append`` returns share their ``content``/``metadata``
@@ -54,7 +55,13 @@ from journal._sqlite_copy import copy_thread
 from journal._sqlite_import import ImportBatch, import_rows
 from journal._sqlite_rows import from_micros, row_to_event
 from journal._sqlite_write import append_events
-from journal.errors import SchemaVersionError, StoreCorruptError, StoreUnavailableError
+from journal.errors import (
+    SchemaVersionError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreUnavailableError,
+)
 from journal.events import (
     FIXED_EVENT_TYPES,
     OPEN_FAMILIES,
@@ -79,12 +86,17 @@ _FILTER_COLUMNS: Final = ("category", "event_type", "run_id")
 #: The journal's writer leaves the WAL checkpoint of its appends until it has nothing queued
 #: (``_writer_idle``), so that no commit a caller waits on (a flush, a close) pays for one.
 #: SQLite's own automatic checkpoint comes at 1,000 pages (~4 MiB): the writer's is due at
-#: about that much written, estimated as the texts plus a row's share of pages and indexes,
-#: and runs right after the commit when the writer was never idle for four times as much.
+#: about that much written, estimated as the WAL frames a commit writes: a whole page for each
+#: page it changes (events, heads, runs, usage and their indexes: about eight, whatever its
+#: size), plus each event's texts and its share of pages. The bound does not rest on the
+#: estimate: the writer's connection checkpoints automatically (in its commit) at four times
+#: as much, in pages as SQLite counts them, every writer's included.
 _CHECKPOINT_DUE: Final = 4 << 20
 _CHECKPOINT_OVERDUE: Final = 4 * _CHECKPOINT_DUE
-_ROW_PAGE_BYTES: Final = 1024
+_COMMIT_PAGES: Final = 8
+_ROW_BYTES: Final = 512
 _CHECKPOINT_SQL: Final = "PRAGMA wal_checkpoint(PASSIVE)"  # never waits for readers or writers
+_CHECKPOINT_ROUNDS: Final = 4  # an idle checkpoint's, at most: while commits come during it
 
 
 def _is_trace_type(event_type: str) -> bool:
@@ -217,6 +229,8 @@ class SqliteEventStore(RunEventStore):
         self._unchecked = 0
         self._unchecked_lock = threading.Lock()
         self._autocheckpoint = "PRAGMA wal_autocheckpoint = 1000"  # a connection's, read below
+        self._page_bytes = 4096 + 24  # a WAL frame: a page and its header (page size read below)
+        self._checkpointer: threading.Thread | None = None  # the idle checkpoint's, running
         self._pool = ConnectionPool(
             self.path,
             busy_timeout_s=busy_timeout,
@@ -252,6 +266,7 @@ class SqliteEventStore(RunEventStore):
             log.warning("sqlite_wal_unavailable", path=str(self.path), journal_mode=mode)
         pages = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
         self._autocheckpoint = f"PRAGMA wal_autocheckpoint = {pages}"
+        self._page_bytes = int(conn.execute("PRAGMA page_size").fetchone()[0]) + 24
         db = Database(conn, execute_plugins=False, recursive_triggers=False)
         if sql.read_version(db) == sql.SCHEMA_VERSION:
             return
@@ -328,24 +343,21 @@ class SqliteEventStore(RunEventStore):
 
     def _append_unchecked(self, events: list[NewEvent]) -> None:
         """:meth:`_append` of the journal's writer, without the records, on a connection whose
-        commits leave the WAL checkpoint to :meth:`_writer_idle` (its automatic checkpoint off
-        for this append only); run at once after the commit when it is overdue."""
-        written = len(events) * _ROW_PAGE_BYTES
+        commits leave the WAL checkpoint to :meth:`_writer_idle` (its automatic checkpoint at
+        the overdue size for this append only: a commit that takes the WAL past it
+        checkpoints)."""
+        written = _COMMIT_PAGES * self._page_bytes + len(events) * _ROW_BYTES
         if type(events) is PreparedBatch:  # (a subclass's own prepare may give a plain list)
             written += sum(map(len, chain.from_iterable(events.texts)))
+        overdue = max(1, _CHECKPOINT_OVERDUE // self._page_bytes)
         pool, started = self._pool, monotonic()
         try:
             conn = pool.take()
             try:
-                conn.execute("PRAGMA wal_autocheckpoint = 0")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {overdue}")  # an int: no parameter
                 self._append_on(conn, events, None, False, started)
                 with self._unchecked_lock:
                     self._unchecked += written
-                    overdue = self._unchecked >= _CHECKPOINT_OVERDUE
-                    if overdue:
-                        self._unchecked = 0
-                if overdue:  # the writer was never idle for that long: not later than now
-                    conn.execute(_CHECKPOINT_SQL).fetchall()
             except BaseException:
                 _give_back(pool, conn, self._autocheckpoint)
                 raise
@@ -354,11 +366,39 @@ class SqliteEventStore(RunEventStore):
             raise translate(e, self.path, "append events") from e
 
     def _writer_idle(self) -> None:
+        """Start the due checkpoint on a thread of its own and return: the writer, and so a
+        flush or a close that comes while it runs, never waits for it (a passive checkpoint
+        and the writer's commits do not wait for each other either)."""
         if self._unchecked < _CHECKPOINT_DUE or self._closed:
             return
         with self._unchecked_lock:
+            if self._checkpointer is not None:
+                return  # one at a time: the next idle call starts the next
             self._unchecked = 0
-        self._run("checkpoint the WAL", lambda conn: conn.execute(_CHECKPOINT_SQL).fetchall())
+            thread = threading.Thread(
+                target=self._checkpoint, name="runjournal-sqlite-checkpoint", daemon=True
+            )
+            self._checkpointer = thread
+        thread.start()
+
+    def _checkpoint(self) -> None:
+        """The checkpointer thread's checkpoint; a failure is logged (never raised). Again
+        while commits came during it (it counts the WAL's frames as it began): SQLite starts
+        the WAL over only once every frame is in the database, else it grows on."""
+        try:
+            frames: int | None = None  # the WAL's frames as the round before began
+            for _ in range(_CHECKPOINT_ROUNDS):
+                row = self._run("checkpoint the WAL", _checkpoint_once)
+                if row[0] or row[1] == frames:  # busy (another one runs), or nothing came
+                    break
+                frames = row[1]
+        except StoreClosedError:
+            pass  # closed meanwhile: its last connection checkpoints as it closes
+        except StoreError as e:
+            log.info("sqlite_checkpoint_failed", path=str(self.path), error_type=type(e).__name__)
+        finally:
+            with self._unchecked_lock:
+                self._checkpointer = None
 
     def _append_telling(self, events: Sequence[NewEvent]) -> tuple[list[RunEvent], set[str]]:
         new_ids: set[str] = set()
@@ -523,6 +563,15 @@ class SqliteEventStore(RunEventStore):
 
     def _close(self) -> None:
         self._pool.close()
+        thread = self._checkpointer
+        if thread is not None:  # a passive checkpoint waits for no lock: it ends soon
+            thread.join()
+
+
+def _checkpoint_once(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """A passive checkpoint: (busy, the WAL's frames as it began, frames in the database)."""
+    busy, frames, done = conn.execute(_CHECKPOINT_SQL).fetchone()
+    return int(busy), int(frames), int(done)
 
 
 def _give_back(pool: ConnectionPool, conn: sqlite3.Connection, autocheckpoint: str) -> None:

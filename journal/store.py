@@ -151,9 +151,10 @@ class RunEventStore(ABC):
         self.append(events)
 
     def _writer_idle(self) -> None:
-        """The journal's writer has nothing queued (its callers wait on nothing): upkeep its
-        appends left for then (SQLite: the WAL checkpoint). Raises ``StoreError``; the writer
-        logs it and goes on."""
+        """The journal's writer has nothing queued: upkeep its appends left for then (SQLite:
+        it starts the WAL checkpoint, which runs off the writer's thread, so that a flush or
+        a close that comes next does not wait for it). Raises ``StoreError``; the writer logs
+        it and goes on."""
         return  # (none by default)
 
     def _message_marks(

@@ -14,6 +14,7 @@ the WAL).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -84,8 +85,8 @@ def test_the_writers_appends_leave_the_checkpoint_until_it_is_idle(
         store._append_unreturned(_events(50))
     assert _file_size(store) == before  # every page still in the WAL
     assert len(store.read("t1", limit=1000)) == 200
-    store._writer_idle()
-    assert _file_size(store) > before + 100_000
+    store._writer_idle()  # (the checkpoint runs on a thread of its own)
+    assert _wait_for(lambda: _file_size(store) > before + 100_000)
 
 
 def test_an_idle_writer_below_the_due_size_leaves_the_wal(
@@ -121,7 +122,7 @@ def test_connections_go_back_with_their_automatic_checkpoint(
     assert _autocheckpoints(store) == [_PAGES]
 
     def failing(*args: Any) -> Any:
-        raise journal.sqlite.sqlite3.OperationalError("disk I/O error")
+        raise sqlite3.OperationalError("disk I/O error")
 
     with monkeypatch.context() as patch:
         patch.setattr(journal.sqlite, "append_events", failing)
@@ -162,8 +163,8 @@ def _wait_for(condition: Any, seconds: float = 10.0) -> bool:
 def test_a_journal_checkpoints_on_its_writer_once_idle(
     store: SqliteEventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """After a real run, the WAL is checkpointed by the writer thread once nothing is queued,
-    not inside the flush; every event of the run is stored."""
+    """After a real run, the WAL's checkpoint is started by the writer thread once nothing is
+    queued (it runs on a thread of its own), not inside the flush; every event is stored."""
     monkeypatch.setattr(journal.sqlite, "_CHECKPOINT_DUE", 20_000)
     where: list[str] = []
     idle = SqliteEventStore._writer_idle
