@@ -328,16 +328,55 @@ def node_writes(output: Any) -> NodeWrites:
     """:func:`output_writes` and :func:`removes_messages` of a node output in one pass."""
     writes: list[list[BaseMessage]] = []
     removes = False
-    # (a dict, the usual output, without the generator: the callback path)
-    for update in (output,) if type(output) is dict else _updates(output):
+    # (the usual outputs without the generator: a dict, or the model node's exact list of
+    # updates, dicts or ``Command``s; the callback path)
+    updates: Any
+    if type(output) is dict:
+        updates = (output,)
+    elif type(output) is list:
+        updates = [u if isinstance(u, dict) else getattr(u, "update", None) for u in output]
+    else:
+        updates = _updates(output)
+    for update in updates:
+        if not isinstance(update, dict):  # (a list's item that is no update)
+            continue
         raw = update.get("messages")
-        overwrite = _overwrite(raw)
-        if not removes:
-            removes = _removes_value(raw, overwrite[0])
-        write = _normalise_value(raw, True, True, True, overwrite)
+        if type(raw) is list:  # the usual write: no overwrite, read in one pass
+            write, removed = _list_write(raw)
+            removes = removes or removed
+        else:
+            overwrite = _overwrite(raw)
+            if not removes:
+                removes = _removes_value(raw, overwrite[0])
+            write = _normalise_value(raw, True, True, True, overwrite)
         if write:
             writes.append(write)
     return _new(NodeWrites, (writes, removes))
+
+
+def _list_write(raw: list[Any]) -> tuple[list[BaseMessage], bool]:
+    """``_normalise_value(raw, True, True, True)`` of a node's exact list write and whether
+    it removes messages (:func:`_removes_value`), in one pass."""
+    out: list[BaseMessage] = []
+    removes = False
+    for item in raw:
+        if isinstance(item, BaseMessage):
+            message = item
+            if message.type == "remove":
+                removes = True
+            elif message.id is None and message.type in _MESSAGE_TYPES:
+                message.id = _new_id()
+        else:
+            try:
+                message = convert_to_messages([item])[0]
+            except (ValueError, TypeError, NotImplementedError):
+                continue  # not a message; LangGraph will report it to the caller
+        if message.type not in _MESSAGE_TYPES:
+            if message.type == "remove":
+                out.append(message)
+            continue  # other state operations are not messages
+        out.append(message)
+    return out, removes
 
 
 def _removes(update: dict[str, Any]) -> bool:
@@ -445,14 +484,14 @@ def output_preview(output: Any, limit: int = PREVIEW_LIMIT) -> dict[str, Any]:
 
 def scalar_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     """The scalar entries of a model's invocation parameters (tool schemas are left out)."""
+    scalars: dict[str, Any] = {}
     if not params:
-        return {}
-    return {
-        k: v
-        for k, v in params.items()
-        if (type(v) in _SCALARS or isinstance(v, str | int | float))
-        and not k.startswith("_")  # exact types first: the usual case, without isinstance
-    }
+        return scalars
+    for k, v in params.items():  # (a loop, not a comprehension: one call less)
+        # exact types first: the usual case, without isinstance
+        if (type(v) in _SCALARS or isinstance(v, str | int | float)) and not k.startswith("_"):
+            scalars[k] = v
+    return scalars
 
 
 class ModelResponse(NamedTuple):
@@ -481,14 +520,30 @@ def _usage(
     reasoning: Any,
 ) -> dict[str, int]:
     """The usage record: total = input + output when the provider reports it missing or 0."""
-    inputs, outputs = _tokens(input_tokens), _tokens(output_tokens)
+    # (an int in range is its own count, without the call: the callback path; _tokens
+    # gives the same for it)
+    inputs = (
+        input_tokens
+        if type(input_tokens) is int and 0 < input_tokens < _MAX_TOKENS
+        else _tokens(input_tokens)
+    )
+    outputs = (
+        output_tokens
+        if type(output_tokens) is int and 0 < output_tokens < _MAX_TOKENS
+        else _tokens(output_tokens)
+    )
+    total = (
+        total_tokens
+        if type(total_tokens) is int and 0 < total_tokens < _MAX_TOKENS
+        else _tokens(total_tokens)
+    )
     return {
         "input_tokens": inputs,
         "output_tokens": outputs,
-        "total_tokens": _tokens(total_tokens) or inputs + outputs,
-        "cache_read_tokens": _tokens(cache_read),
-        "cache_creation_tokens": _tokens(cache_creation),
-        "reasoning_tokens": _tokens(reasoning),
+        "total_tokens": total or inputs + outputs,
+        "cache_read_tokens": _tokens(cache_read) if cache_read is not None else 0,
+        "cache_creation_tokens": _tokens(cache_creation) if cache_creation is not None else 0,
+        "reasoning_tokens": _tokens(reasoning) if reasoning is not None else 0,
     }
 
 
@@ -510,8 +565,13 @@ def model_response(response: Any) -> ModelResponse:
     raw = getattr(message, "usage_metadata", None)
     usage: dict[str, int] = {}
     if isinstance(raw, dict) and raw:
-        inputs = _details(raw, "input_token_details")
-        outputs = _details(raw, "output_token_details")
+        # (_details, written out: the callback path)
+        inputs = raw.get("input_token_details")
+        if not isinstance(inputs, dict):
+            inputs = _NO_DETAILS
+        outputs = raw.get("output_token_details")
+        if not isinstance(outputs, dict):
+            outputs = _NO_DETAILS
         usage = _usage(
             raw.get("input_tokens"),
             raw.get("output_tokens"),

@@ -203,12 +203,11 @@ class Conversation:
         for message in messages:
             # (tool_call_id_of, written out: the callback path)
             call_id = getattr(message, "tool_call_id", None) if message.type == "tool" else None
-            if call_id is not None:
-                answered = answered or call_id == node.tool_call_id
-                ready = self._tools.result_written(call_id, [message], node.step)
-            else:
-                ready = [message]
-            for item in ready:
+            if call_id is None:  # (no list of one: the callback path)
+                self._ledger.add_ai_or_tool(node, message)
+                continue
+            answered = answered or call_id == node.tool_call_id
+            for item in self._tools.result_written(call_id, [message], node.step):
                 self._ledger.add_ai_or_tool(node, item)
         if node.tool_call_id is not None and not answered:  # e.g. a Command without messages
             for item in self._tools.result_written(node.tool_call_id, [], node.step):

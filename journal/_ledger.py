@@ -36,6 +36,7 @@ __all__ = ["Ledger"]
 _log = get_logger(__name__)
 #: ``tuple.__new__``: a named tuple's own constructor is a Python-level call (``Lazy``)
 _new = tuple.__new__
+_MESSAGE = Contents.message  # (one global look-up a message, not two)
 
 
 class Ledger:
@@ -251,7 +252,7 @@ class Ledger:
             metadata["tool_call_id"] = tool_call_id
         # the function and its object, not a bound method: one object less to keep
         args = (self._contents, self.thread_id, message, in_state)
-        content = _new(Lazy, (Contents.message, args, None))
+        content = _new(Lazy, (_MESSAGE, args, None))
         if mid in self._paused_held:
             self._paused_held.discard(mid)
             if not self._tools.resumed:

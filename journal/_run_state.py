@@ -87,8 +87,12 @@ class RunState:
 
     def add_usage(self, model: str, usage: dict[str, int]) -> None:
         """Count one model call's usage in the totals and under ``model``."""
-        per_model = self.usage_by_model.setdefault(model, {"calls": 0})
-        per_model["calls"] += 1
+        by_model = self.usage_by_model
+        per_model = by_model.get(model)  # (no new dict a call, as setdefault's argument is)
+        if per_model is None:
+            per_model = by_model[model] = {"calls": 1}
+        else:
+            per_model["calls"] += 1
         total = self.usage
         for key, value in usage.items():  # (add_usage into both, in one pass)
             total[key] = total.get(key, 0) + value
@@ -288,13 +292,21 @@ def internal_caller(source: Any) -> str:
 class ThreadStates(Generic[T]):
     """A bounded LRU map ``thread_id -> T``, each made by ``factory(thread_id)`` when new."""
 
+    __slots__ = ("_capacity", "_factory", "_items", "_latest")
+
     def __init__(self, factory: Callable[[str], T], capacity: int = 4096) -> None:
         self._factory = factory
         self._capacity = capacity
         self._items: OrderedDict[str, T] = OrderedDict()
+        # the most recent thread and its state: the last in ``_items``, where a look-up of
+        # it would move it (a run's callbacks ask for the same thread again and again)
+        self._latest: tuple[str, T] | None = None
 
     def get(self, thread_id: str) -> T:
         """The state of ``thread_id`` (created when new; the least recent one is evicted)."""
+        latest = self._latest
+        if latest is not None and latest[0] == thread_id:
+            return latest[1]
         state = self._items.get(thread_id)
         if state is None:
             state = self._items[thread_id] = self._factory(thread_id)
@@ -302,6 +314,8 @@ class ThreadStates(Generic[T]):
                 self._items.popitem(last=False)
         else:
             self._items.move_to_end(thread_id)
+        if self._capacity > 0:  # (else nothing is remembered, the latest not either)
+            self._latest = (thread_id, state)
         return state
 
     def values(self) -> list[T]:

@@ -368,7 +368,15 @@ class RunTracker:
             done = self._runs.done(run_id)
             if done is not None:
                 node, duration = done
-                metadata = _tool_call_metadata(node, duration)
+                metadata = {  # (_tool_call_metadata, written out: the callback path)
+                    "caller": node.caller,
+                    "langgraph_step": node.step,
+                    "langgraph_node": node.node,
+                    PARENT_SPAN_KEY: node.parent_span,
+                    "duration_ms": duration,
+                    "tool_call_id": node.tool_call_id,
+                    "tool_run_id": node.span,
+                }
                 content = _new(Lazy, (Contents.tool_end, (node.name, output), None))
                 kind = node.event_kind(node.tool_call_id, span=duration)
                 self._sink.emit(node.run, "trace", "tool.end", content, metadata, kind)

@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
 
 from journal import _capture as cap
 from journal._registry import RunRegistry, run_text
-from journal._run_state import RunState
+from journal._run_state import RunState, ThreadStates
 from journal._tracker import _unset
 
 _IDS = st.none() | st.sampled_from(["a", "b", "c"])
@@ -80,6 +81,92 @@ def test_a_node_output_is_read_alike_through_the_fast_paths(
     if command:  # the model node's output: a list of updates
         fast, general = [fast], [general]
     assert _read(cap.node_writes(fast)) == _read(cap.node_writes(general))
+
+
+#: How a node output holds one update: as itself, in a list, as a ``Command`` in a list, or
+#: in a list after an item that is no update (a ``Command`` that only routes, a string).
+_WRAPS = st.sampled_from(["dict", "list", "command", "after_other"])
+
+
+def _wrapped(update: dict[str, Any], wrap: str, general: bool) -> Any:
+    """``update`` as a node output; the ``general`` one in a tuple (no exact list)."""
+    if wrap == "dict":
+        return update
+    item: Any = Command(update=update) if wrap == "command" else update
+    items = [Command(goto="x"), "other", item] if wrap == "after_other" else [item]
+    return tuple(items) if general else items
+
+
+@given(st.lists(_ITEM, max_size=8), _WRAPS, st.booleans())
+def test_a_node_output_of_updates_reads_alike_through_the_fast_paths(
+    specs: list[tuple[Any, ...]], wrap: str, twice: bool
+) -> None:
+    """A node output of exact lists (of dicts or ``Command``s) and exact message lists reads
+    as the same output of a tuple, dict subclasses and list subclasses does; with two
+    updates too."""
+
+    def output(general: bool) -> Any:
+        made = [_made(spec) for spec in specs]
+        first: dict[str, Any] = _Dict(messages=_List(made)) if general else {"messages": made}
+        if not twice or wrap == "dict":
+            return _wrapped(first, wrap, general)
+        second = {"messages": [_made(spec) for spec in reversed(specs)]}
+        items = [*_wrapped(first, wrap, general), Command(update=second)]
+        return tuple(items) if general else items
+
+    assert _read(cap.node_writes(output(False))) == _read(cap.node_writes(output(True)))
+
+
+_TOKEN_VALUES = st.one_of(
+    st.none(),
+    st.integers(min_value=-5, max_value=2**60),
+    st.sampled_from([0, 1, 2**53 - 1, 2**53, 2**53 + 1, True, False]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3),
+)
+
+
+@given(st.lists(_TOKEN_VALUES, min_size=6, max_size=6))
+def test_a_usage_record_reads_each_count_as_the_token_rule_does(values: list[Any]) -> None:
+    """The usage record's counts are :func:`_tokens` of each reported value (the written out
+    fast path for ints), the total the sum of input and output when it reads as 0."""
+    record = cap._usage(*values)
+    counts = [cap._tokens(value) for value in values]
+    assert record == {
+        "input_tokens": counts[0],
+        "output_tokens": counts[1],
+        "total_tokens": counts[2] or counts[0] + counts[1],
+        "cache_read_tokens": counts[3],
+        "cache_creation_tokens": counts[4],
+        "reasoning_tokens": counts[5],
+    }
+    assert all(type(count) is int for count in record.values())
+
+
+@given(st.lists(st.sampled_from("abcde"), max_size=40), st.integers(min_value=0, max_value=4))
+def test_thread_states_are_a_least_recently_used_map(asked: list[str], capacity: int) -> None:
+    """Each thread's state is made once while remembered, and the least recently asked one
+    is forgotten first: as a plain LRU map keeps them."""
+    made: list[str] = []
+
+    def factory(thread_id: str) -> str:
+        made.append(thread_id)
+        return f"{thread_id}{len(made)}"
+
+    states = ThreadStates(factory, capacity)
+    expected: dict[str, str] = {}  # in recency order
+    expected_made: list[str] = []
+    for thread_id in asked:
+        state = expected.pop(thread_id, None)
+        if state is None:
+            expected_made.append(thread_id)
+            state = f"{thread_id}{len(expected_made)}"
+        expected[thread_id] = state
+        if len(expected) > capacity:
+            del expected[next(iter(expected))]
+        assert states.get(thread_id) == state
+    assert made == expected_made
+    assert states.values() == list(expected.values())
 
 
 _USAGE = st.dictionaries(
