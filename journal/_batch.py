@@ -42,12 +42,15 @@ class PreparedBatch(list[NewEvent]):
     of each one's content and metadata, in the same order (encoded once, for every use), and
     ``owned``: whether prepare built the event itself (from a mapping, a stored record, a cut),
     so that no one else holds it and it may become its own stored record
-    (:func:`stored_record`)."""
+    (:func:`stored_record`); ``times``: each event's ``created_at`` in microseconds since the
+    epoch, in the same order, where its maker knew them (a :class:`KnownEvents`' times), else
+    ``None`` (the backend converts them)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.texts: list[tuple[str, str]] = []
         self.owned: list[bool] = []
+        self.times: list[int] | None = None
 
 
 class KnownEvents(list[NewEvent]):
@@ -61,13 +64,17 @@ class KnownEvents(list[NewEvent]):
     is returned as the target's own record, not copied: the maker only compares the results
     with its page (:func:`journal.copy.copy_store`).
     ``handed_over``: the maker keeps no use of its ``NewEvent`` objects, so the store may make
-    them its records.
+    them its records. ``times``: each event's ``created_at`` in microseconds since the epoch
+    (:func:`journal._sqlite_rows.to_micros` of it), in order, where the maker has them (the
+    journal's writer builds the times from them); ``None`` else, and not used unless there is
+    one for each event (:meth:`add` adds none).
     """
 
     def __init__(self, *, handed_over: bool = False) -> None:
         super().__init__()
         self.hints: list[tuple[Hint, Hint]] = []
         self.handed_over = handed_over
+        self.times: list[int] | None = None
 
     def add(self, event: NewEvent, content: Hint = NOT_PLAIN, metadata: Hint = NOT_PLAIN) -> None:
         """Add ``event`` with what is known of its content and of its metadata."""
@@ -217,6 +224,9 @@ def _prepare_known(
     """
     prepared = PreparedBatch()
     prepared.extend(events)  # an event replaced below (a copy, a cut) takes its place
+    times = events.times  # (a copy, a cut or a new event keeps its created_at: the same times)
+    if times is not None and len(times) == len(events):
+        prepared.times = times
     texts = prepared.texts
     keep_text = texts.append
     handed_over = events.handed_over

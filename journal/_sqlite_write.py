@@ -41,21 +41,27 @@ def append_events(
     """Append a prepared batch on ``conn``; the stored records in input order (``new_ids``
     gets the ids of the events it stored). ``records=False``: the same write, and no
     records (an empty list) for a caller that does not use them."""
-    if type(events) is PreparedBatch:  # the usual batch: its texts and owned, as they are
+    times: Sequence[int] | None = None
+    if type(events) is PreparedBatch:  # the usual batch: its texts, owned and times, as they are
         texts: Sequence[tuple[str, str]] = events.texts
         owned: Sequence[bool] = events.owned
+        times = events.times
     else:
         texts = encoded_texts(events)
         found: Any = getattr(events, "owned", None)
         usable = isinstance(found, list) and len(found) == len(events)
         owned = found if usable else [False] * len(events)
+    if times is None:  # the rows' times, in µs (to_micros, inline)
+        times = [(event.__dict__["created_at"] - EPOCH) // MICROSECOND for event in events]
     try:  # optimistic: event ids are almost always new, so skip looking them up
-        return _write(conn, events, texts, owned, look_up=False, new_ids=new_ids, records=records)
+        return _write(
+            conn, events, texts, owned, times, look_up=False, new_ids=new_ids, records=records
+        )
     except sqlite3.IntegrityError as e:
         if "event_id" not in str(e):
             raise
     # some stored already
-    return _write(conn, events, texts, owned, look_up=True, new_ids=new_ids, records=records)
+    return _write(conn, events, texts, owned, times, look_up=True, new_ids=new_ids, records=records)
 
 
 def _write(
@@ -63,6 +69,7 @@ def _write(
     events: Sequence[NewEvent],
     texts: Sequence[tuple[str, str]],
     owned: Sequence[bool],
+    times: Sequence[int],
     *,
     look_up: bool,
     new_ids: set[str] | None = None,
@@ -70,34 +77,33 @@ def _write(
 ) -> list[RunEvent]:
     """One transaction: keep the runs, insert the new events after each head, move it.
 
-    One pass over the batch numbers each new event after its thread's head and builds its
-    row; the records are made after the commit (an owned event becomes its own record),
-    unless ``records`` is false (then none: an empty list).
+    One pass over the batch's new events (``look_up``: those whose ids are not stored, each
+    id once; else all of them) numbers each after its thread's head and builds its row
+    (``times``: each event's ``created_at`` in µs, the row's); the records are made after the
+    commit (an owned event becomes its own record), unless ``records`` is false (then none:
+    an empty list).
     """
     conn.execute("BEGIN IMMEDIATE")  # the write lock up front (journal._sqlite_conn)
     try:
         known: dict[str, RunEvent] = {}
+        new, new_texts, new_times = events, texts, times  # the new events, their texts, times
+        fresh: list[int] = []  # with look_up: the batch index of each new event
         if look_up:
             known = by_event_ids(conn, {event.event_id for event in events})
+            fresh = _fresh(events, known)
+            new = [events[index] for index in fresh]
+            new_texts = [texts[index] for index in fresh]
+            new_times = [times[index] for index in fresh]
         heads: dict[str, list[int]] = {}  # thread -> [old last seq, new last seq, times]
         stored: dict[str, str | None] = {}  # thread -> its head's kept, as read
         rows: list[tuple[Any, ...]] = []
         add_row = rows.append
-        fresh: list[int] = []  # with look_up: the batch index of each new event
-        taken: set[str] = set(known)
         run_id = events[0].__dict__["run_id"]
         one_run = True  # every new event of one run (the usual batch)
         head_thread, head = None, [0, 0, 0, 0]  # the last event's thread, and its head
-        for index, (event, (content, metadata)) in enumerate(zip(events, texts, strict=True)):
+        for event, (content, metadata), at in zip(new, new_texts, new_times, strict=True):
             values = event.__dict__
-            event_id = values["event_id"]
-            if look_up:  # (else an id stored already, or twice in the batch, fails the
-                if event_id in taken:  # insert: append_events retries with look_up)
-                    continue
-                taken.add(event_id)
-                fresh.append(index)
             thread = values["thread_id"]
-            at = (values["created_at"] - EPOCH) // MICROSECOND  # to_micros, inline
             if thread != head_thread:  # (most batches are of one thread)
                 found = heads.get(thread)
                 if found is None:  # the head row, read once: its last seq and what runs keep
@@ -110,10 +116,8 @@ def _write(
             run = values["run_id"]
             if run != run_id:
                 one_run = False
-            add_row((event_id, thread, seq, run, values["category"], values["event_type"],
-                     content, metadata, at))  # fmt: skip
-        # the new events, each at its row's place (all of them, unless some were stored)
-        new: Sequence[NewEvent] = [events[index] for index in fresh] if look_up else events
+            add_row((values["event_id"], thread, seq, run, values["category"],
+                     values["event_type"], content, metadata, at))  # fmt: skip
         if one_run and len(heads) == 1 and rows:  # the usual batch: one run of one thread
             _write_one_run(conn, run_id, heads, stored, rows, new)
         else:
@@ -149,6 +153,20 @@ def _write(
         return made
     known.update((record.event_id, record) for record in made)
     return records_in_order(events, known)
+
+
+def _fresh(events: Sequence[NewEvent], known: dict[str, RunEvent]) -> list[int]:
+    """The batch index of each of ``events`` to store: its id not ``known`` (stored), and
+    not an earlier event's of the batch (an id stored already, or twice in the batch, fails
+    the insert that did not look them up: :func:`append_events` retries with the look-up)."""
+    taken: set[str] = set(known)
+    fresh: list[int] = []
+    for index, event in enumerate(events):
+        event_id = event.__dict__["event_id"]
+        if event_id not in taken:
+            taken.add(event_id)
+            fresh.append(index)
+    return fresh
 
 
 def _write_one_run(

@@ -9,6 +9,8 @@
   row by row (``executemany``) does.
 * ``KnownInputs.drop_repeats`` keeps, drops and replaces what the per-event ``select`` it
   replaced did, and leaves the same cache behind.
+* A known batch's times (each event's ``created_at`` in µs, as the journal's writer hands
+  them) store what the events' ``created_at`` store.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from journal._known_inputs import (
     message_id_of,
     select,
 )
+from journal._sqlite_rows import to_micros
 from journal.digests import stored_digest
 from journal.encoding import NOT_PLAIN, dumps_plain, plain_kind
 from journal.events import RunEvent, construct
@@ -523,3 +526,63 @@ def test_a_chunked_insert_fails_as_executemany_fails(tmp_path: Path, bad_at: int
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)
         conn.close()
     assert errors[0] == errors[1]
+
+
+_AT_MIN = -62_135_596_800_000_000 - 1_767_225_600_000_000 + 1  # (year 1 and 9999, from _BASE)
+_AT_MAX = 253_402_300_799_999_999 - 1_767_225_600_000_000 - 1_000
+
+
+def _timed(specs: list[tuple[Any, ...]], start: int, timed: bool, extra: bool) -> KnownEvents:
+    """The ``known`` batch of ``specs``, with each event's time in µs as the journal's writer
+    hands it (``timed``) or without; ``extra``: one event added after the times (then they
+    are not one an event, so not used)."""
+    batch = _batch(specs, start, "known")
+    if timed:
+        batch.times = [to_micros(event.created_at) for event in batch]
+    if extra:
+        batch.add(_event(specs[0], start - 1), NOT_PLAIN, NOT_PLAIN)
+    return batch
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(st.lists(_spec, min_size=1, max_size=12), min_size=1, max_size=4),
+    start=st.integers(_AT_MIN, _AT_MAX),
+    extra=st.booleans(),
+    records=st.booleans(),
+)
+def test_a_batch_with_its_times_stores_what_it_stores_without(
+    batches: list[list[tuple[Any, ...]]], start: int, extra: bool, records: bool
+) -> None:
+    """The times a known batch carries (the writer's, from year 1 to 9999) give the rows,
+    heads, runs and records its events' ``created_at`` give, ids stored already or repeated
+    (the look-up retry) included."""
+    with tempfile.TemporaryDirectory() as raw:
+        paths = [Path(raw) / "timed.db", Path(raw) / "untimed.db"]
+        stores = [SqliteEventStore(path) for path in paths]
+        try:
+            for specs in batches:
+                timed, untimed = (_timed(specs, start, t, extra) for t in (True, False))
+                if records:
+                    got, want = stores[0].append(timed), stores[1].append(untimed)
+                    assert [r.model_dump() for r in got] == [r.model_dump() for r in want]
+                else:
+                    stores[0]._append_unreturned(timed)
+                    stores[1]._append_unreturned(untimed)
+                start = min(start + len(specs) + 1, _AT_MAX)
+        finally:
+            for store in stores:
+                store.close()
+        assert _tables(paths[0]) == _tables(paths[1])
+
+
+def test_a_prepared_batch_keeps_the_times_only_when_there_is_one_an_event() -> None:
+    """``prepare`` hands the backend a known batch's times when they are one an event (else
+    none: the backend converts ``created_at``)."""
+    specs = [("t1", "r1", ("trace", "tool.end"), {"n": k}, {}, k) for k in range(3)]
+    caps, cap = DEFAULT_CONTENT_CAPS, 4096
+    timed = _timed(specs, 0, True, False)
+    assert prepare_batch(timed, caps, cap).times == [to_micros(e.created_at) for e in timed]
+    assert prepare_batch(_timed(specs, 0, True, True), caps, cap).times is None
+    assert prepare_batch(_timed(specs, 0, False, False), caps, cap).times is None
+    assert prepare_batch(list(timed), caps, cap).times is None

@@ -17,11 +17,13 @@ from langchain_core.messages import (
 
 import journal.digests
 from journal import _capture
-from journal._builder import _second
+from journal._builder import BatchBuilder, _second
 from journal._ids import _LOW_MAX, _PAD_BIT
 from journal._kinds import scalars_kind
+from journal._queued import Pending
+from journal._sqlite_rows import to_micros
 from journal.digests import ContextIndex, record_kind
-from journal.encoding import PLAIN, plain_kind
+from journal.encoding import NOT_PLAIN, PLAIN, plain_kind
 from journal.messages import _message_dict
 from tests.test_context_records import (
     _MESSAGE_CLASSES,
@@ -162,3 +164,34 @@ def test_an_event_time_is_the_epoch_plus_its_microseconds(created_us: int) -> No
     expected = _EPOCH + timedelta(0, 0, created_us)
     assert start <= created_us < start + 1_000_000
     assert made == expected and made.tzinfo is expected.tzinfo and made.fold == expected.fold
+
+
+_ITEM = st.tuples(
+    st.sampled_from(["t1", "t2", ""]),  # "" : an invalid thread id, the item dropped
+    st.integers(min_value=-62_135_596_800_000_000, max_value=253_402_300_799_999_999),
+    st.one_of(
+        st.dictionaries(st.text(max_size=3), st.integers() | st.floats() | st.text(max_size=3)),
+        st.builds(lambda n: {"set": (n,)}, st.integers()),  # not plain: encoded by the rules
+    ),
+    st.sampled_from([{}, {"caller": "agent"}, {"usage": {"input_tokens": 1.5}}]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ITEM, max_size=20))
+def test_a_built_batch_carries_each_event_time_and_kinds(items: list[Any]) -> None:
+    """Each built event's time in µs (the batch's ``times``, one an event, items dropped
+    left out) is its ``created_at``'s, and its hints are the kinds of what it stores."""
+    dropped: list[int] = []
+    builder = BatchBuilder(lambda run_id, count: dropped.append(count))
+    pending = [
+        Pending(thread, "r", "trace", "tool.end", content, metadata, created_us, NOT_PLAIN)
+        for thread, created_us, content, metadata in items
+    ]
+    batch = builder.build(pending)
+    assert len(batch) + len(dropped) == len(items)
+    assert batch.times == [to_micros(event.created_at) for event in batch]
+    assert batch.hints == [(plain_kind(e.content), plain_kind(e.metadata)) for e in batch]
+    assert [e.created_at for e in batch] == [
+        _EPOCH + timedelta(0, 0, created_us) for thread, created_us, _, _ in items if thread
+    ]
