@@ -13,6 +13,7 @@ stored of a thread's state since it was last read, for the contents that ask
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
@@ -33,11 +34,27 @@ __all__ = ["Contents", "ModelOutput"]
 
 #: Characters of prompt text an ``llm.start`` excerpt keeps.
 _PROMPT_BUDGET: Final = 4 * 1024
+#: Messages an ``llm.start`` excerpt keeps at most (the last ones of the prompt).
+_TAIL: Final = 3
 _FETCHED_MAX: Final = 4096
 _MESSAGE_TYPES: Final = tuple(MESSAGE_EVENT_TYPES.values())
 #: ``Extra(*fields)`` with every field given (a named tuple's own constructor is a Python-level
 #: call; the contents here are built once an event).
 _new = tuple.__new__
+_ID: Final = operator.attrgetter("id")
+
+
+def _sent_tail(prompt: list[BaseMessage], ids: list[str | None]) -> list[BaseMessage]:
+    """``prompt`` with its last :data:`_TAIL` messages as they were sent (``ids``: their ids
+    then): a message whose id changed since (LangGraph gives a state's message without an
+    id its id in place) copied under its id as sent; ``prompt`` itself when none did."""
+    if list(map(_ID, prompt[-_TAIL:])) == ids[-_TAIL:]:  # the usual: no id changed
+        return prompt
+    sent = list(prompt)
+    for index in range(max(len(sent) - _TAIL, 0), len(sent)):
+        if sent[index].id != ids[index]:
+            sent[index] = sent[index].model_copy(update={"id": ids[index]})
+    return sent
 
 
 class Contents:
@@ -76,17 +93,12 @@ class Contents:
         caller: str,
         llm_run_id: str,
         prompt: list[BaseMessage],
-        unset: Sequence[int],
+        ids: list[str | None],
     ) -> Extra:
-        """An ``llm.start``: the prompt excerpt, and the exact record of the call's input
-        (``unset``: the positions of the messages that had no id when it was sent)."""
-        if unset:
-            prompt = list(prompt)
-            for index in unset:
-                if prompt[index].id is not None:  # given one since: recorded as it was sent
-                    prompt[index] = prompt[index].model_copy(update={"id": None})
-        record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt)
-        tail, tail_kind = cap.prompt_tail_with_kind(prompt, _PROMPT_BUDGET)
+        """An ``llm.start``: the prompt excerpt, and the exact record of the call's input,
+        each message as it was sent (``ids``: the messages' ids when it was sent)."""
+        record = self._contexts.call_record(thread_id, caller, llm_run_id, prompt, ids)
+        tail, tail_kind = cap.prompt_tail_with_kind(_sent_tail(prompt, ids), _PROMPT_BUDGET, _TAIL)
         return _new(Extra, (tail, {CONTEXT_KEY: record}, None, record_kind(record), tail_kind))
 
     @staticmethod

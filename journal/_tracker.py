@@ -16,6 +16,7 @@ Thread-safe: one non-blocking lock around each happening; callback path, so no I
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final, NamedTuple
@@ -255,10 +256,9 @@ class RunTracker:
             # message_count: a length; llm_run_id: the span; parameters: the caller's own
             params_kind = plain_kind(parameters) if parameters else PLAIN
             kind = node.event_kind(model, source, *tags, kind=params_kind)
-            # LangGraph gives a state's messages without an id theirs in place at its next
-            # write (an overwrite's items), maybe before the writer reads them: kept as sent
+            # the ids as sent: the writer records each message as it was sent (see _ID)
             args = (self._contents, node.run.thread_id, str(node.caller), node.span, prompt,
-                    _unset(prompt))  # fmt: skip
+                    list(map(_ID, prompt)))  # fmt: skip
             # the function and its object, not a bound method: one object less to keep
             content = _new(Lazy, (Contents.model_call, args, None))
             self._sink.emit(node.run, "trace", "llm.start", content, event_md, kind)
@@ -560,10 +560,7 @@ def _tool_call_metadata(node: Node, duration: float) -> dict[str, Any]:
     }
 
 
-def _unset(prompt: list[BaseMessage]) -> Sequence[int]:
-    """The positions of the messages of ``prompt`` that have no id (usually none: a first
-    pass without ``enumerate`` answers that case, with no new list)."""
-    for message in prompt:
-        if message.id is None:
-            return [index for index, message in enumerate(prompt) if message.id is None]
-    return ()
+#: A prompt message's id, read for each message of the prompt at once (in C): the ids as the
+#: call sent them, which the writer records (LangGraph gives a state's messages without an id
+#: theirs in place at its next write, an overwrite's items, maybe before the writer reads them)
+_ID: Final = operator.attrgetter("id")

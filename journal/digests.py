@@ -226,15 +226,16 @@ def _unchanged_prefix(
 
 
 def _grown(
-    last: _LastCall, messages: Sequence[BaseMessage], log: list[str]
-) -> tuple[int, list[str | None]] | None:
-    """When ``messages`` begin with the whole prompt ``last`` received, unchanged (what
-    :func:`_unchanged_prefix` finds in its first pass): its length, and each message's id
-    now; else ``None``. The contents of ``last`` are then those of its messages now.
+    last: _LastCall, messages: Sequence[BaseMessage], ids: list[str | None], log: list[str]
+) -> int | None:
+    """When ``messages`` (``ids``: theirs as sent) begin with the whole prompt ``last``
+    received, unchanged (what :func:`_unchanged_prefix` finds in its first pass): its length;
+    else ``None``. The contents of ``last`` are then those of its messages now.
 
-    The usual call of a conversation that grows: each message's content and id are read once,
-    the prompt's own compared as they are read (no copies of it); the ids journaled since
-    are looked up in ``last``'s set of ids, not compared with each of its ids.
+    The usual call of a conversation that grows: the ids as sent are compared as one list,
+    each message's content is read once and compared as it is read (no copies of the prompt);
+    the ids journaled since are looked up in ``last``'s set of ids, not compared with each of
+    its ids.
     """
     prev = last.messages
     n = len(prev)
@@ -242,14 +243,12 @@ def _grown(
         n > len(messages)
         or n != len(last.ids)
         or (len(log) != last.logged and not last.known_ids.isdisjoint(log[last.logged :]))
+        or (ids[:n] if len(ids) != n else ids) != last.ids
         or not all(map(operator.is_, messages, prev))  # (map stops at the shorter)
         or not all(map(operator.is_, map(_CONTENT, messages), last.contents))
     ):
         return None
-    ids: list[str | None] = list(map(_ID, messages))
-    if ids[:n] != last.ids:
-        return None
-    return n, ids
+    return n
 
 
 def expand_record(record: dict[str, Any], earlier: Mapping[str, list[Entry]]) -> list[Entry] | None:
@@ -367,29 +366,45 @@ class ContextIndex:
         return content, digest, text
 
     def call_record(
-        self, thread_id: str, caller: str, llm_run_id: str, messages: Sequence[BaseMessage]
+        self,
+        thread_id: str,
+        caller: str,
+        llm_run_id: str,
+        messages: Sequence[BaseMessage],
+        ids: list[str | None] | None = None,
     ) -> dict[str, Any]:
-        """The context record of one model call that received ``messages``."""
+        """The context record of one model call that received ``messages``, each as it was
+        sent: ``ids`` each message's id when the call was sent (a list the index keeps;
+        ``None``: their ids now). A message whose id is no longer its id as sent (LangGraph
+        gives a state's message without an id its id in place) is recorded by that id and
+        the digest of its copy under that id."""
+        if ids is None:
+            ids = list(map(_ID, messages))
         index = self._thread(thread_id)
         journaled, recent = index.journaled, index.recent
         last = index.calls.get(caller)
         # the messages this caller's previous call received, unchanged since, have the same
         # entries (their digests were taken then): only what follows is looked at
-        grown = None if last is None else _grown(last, messages, index.log)
+        grown = None if last is None else _grown(last, messages, ids, index.log)
         if grown is not None:
-            reused, ids = grown
+            reused = grown
             contents = list(map(_CONTENT, messages[reused:]))  # what follows last's
             entries: list[Entry] = []  # what follows last's entries (all of them reused)
         else:
             contents = list(map(_CONTENT, messages))
-            ids = list(map(_ID, messages))
             reused = (
                 0 if last is None else _unchanged_prefix(last, messages, contents, ids, index.log)
             )
             entries = last.entries[:reused] if last is not None else []
         inline: dict[str, Any] = {}
-        for message in messages[reused:] if reused else messages:
-            mid = message.id
+        sent = (
+            zip(messages[reused:], ids[reused:], strict=True)
+            if reused
+            else zip(messages, ids, strict=True)
+        )
+        for message, mid in sent:
+            if message.id != mid:  # its id changed since the call was sent: as it was sent
+                message = message.model_copy(update={"id": mid})
             known = journaled.get(mid) if mid is not None else None
             if known is None or not known.matches(message):
                 if _traced_copy(known, message):  # the model received the journaled one

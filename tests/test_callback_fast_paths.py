@@ -7,14 +7,13 @@ from uuid import UUID
 
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from journal import _capture as cap
 from journal._registry import RunRegistry, run_text
 from journal._run_state import RunState, ThreadStates
-from journal._tracker import _unset
 
 _IDS = st.none() | st.sampled_from(["a", "b", "c"])
 _TEXT = st.text(max_size=5)
@@ -59,16 +58,6 @@ def _read(writes: cap.NodeWrites) -> tuple[list[list[tuple[Any, ...]]], bool]:
         for write in writes.writes
     ]
     return seen, writes.removes
-
-
-@given(st.lists(st.booleans(), max_size=30))
-def test_the_prompt_scan_finds_every_message_sent_without_an_id(with_ids: list[bool]) -> None:
-    """The model call's note of the prompt messages without an id is the full scan's."""
-    prompt: list[BaseMessage] = [
-        HumanMessage("m", id=f"m{i}" if has_id else None) for i, has_id in enumerate(with_ids)
-    ]
-    expected = [index for index, message in enumerate(prompt) if message.id is None]
-    assert list(_unset(prompt)) == expected
 
 
 @given(st.lists(_ITEM, max_size=8), st.booleans())

@@ -34,8 +34,9 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, Overwrite
 
-from history import replay
+from history import replay, verify
 from journal import RunJournal, SqliteEventStore
+from journal._contents import Contents
 from tests.fakes import ScriptedChatModel, ai, call
 from tests.test_overwritten_input import (
     THREAD,
@@ -457,3 +458,58 @@ async def test_a_message_sent_without_an_id_is_recorded_as_sent(tmp_path: Path, 
         assert [(m.type, m.id, m.content) for m in replayed] == [
             (m.type, m.id, m.content) for m in sent
         ]
+
+
+def renaming(model: ScriptedChatModel, built: threading.Event) -> Any:
+    """START -> a node that asks the model again with a question under a draft id, renames
+    the question in place once answered (``built`` set then) and returns it with the answer
+    -> END."""
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        n = len(state["messages"])
+        question = HumanMessage("please double-check", id=f"draft {n}")
+        answer = model.invoke([*state["messages"], question])
+        question.id = f"final {n}"  # after the call was sent
+        built.set()
+        return {"messages": [question, answer]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", node)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_message_renamed_after_the_call_was_sent_is_recorded_as_sent(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model call's record and excerpt give a prompt message under the id it was sent
+    with, though the node renames it in place before the writer builds the record; replay
+    gives what the model received, verify agrees."""
+    renamed = threading.Event()
+    model_call = Contents.model_call
+
+    def held(*args: Any) -> Any:  # the writer builds the record after the rename
+        assert renamed.wait(10)
+        return model_call(*args)
+
+    monkeypatch.setattr(Contents, "model_call", held)
+    model = ScriptedChatModel(lambda messages: ai(f"answer after {len(messages)}"))
+    store = SqliteEventStore(tmp_path / "j.db")
+    with RunJournal(store, spool_path=tmp_path / "spool.jsonl") as journal:
+        thread = Thread(renaming(model, renamed), mode, journal)
+        for question in QUESTIONS:
+            renamed.clear()
+            await thread.run(question)
+            assert journal.flush(10)
+    starts = store.read(THREAD, event_type="llm.start")
+    assert len(starts) == len(model.calls) == 2
+    for start, sent in zip(starts, model.calls, strict=True):
+        replayed = replay(store, THREAD, upto_seq=start.seq, view="model")
+        assert [(m.type, m.id, m.content) for m in replayed] == [
+            (m.type, m.id, m.content) for m in sent
+        ]
+        assert [m["id"] for m in start.content["messages"]] == [m.id for m in sent[-3:]]
+    assert sent[-1].id.startswith("draft") and thread.state()[-2].id.startswith("final")
+    assert verify(store, THREAD)["ok"]

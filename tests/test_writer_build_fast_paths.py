@@ -22,7 +22,7 @@ from journal._ids import _LOW_MAX, _PAD_BIT
 from journal._kinds import scalars_kind
 from journal._queued import Pending
 from journal._sqlite_rows import to_micros
-from journal.digests import ContextIndex, record_kind
+from journal.digests import ContextIndex, expand_record, message_digest, record_kind
 from journal.encoding import NOT_PLAIN, PLAIN, plain_kind
 from journal.messages import _message_dict
 from tests.test_context_records import (
@@ -69,6 +69,61 @@ def test_a_grown_prompt_is_recorded_as_the_full_look_records_it(
     quick = _records(ops, keyframe_every)
     with mock.patch.object(journal.digests, "_grown", lambda *_: None):
         checked = _records(ops, keyframe_every)
+    assert quick == checked
+
+
+def _records_as_sent(
+    ops: list[tuple[str, int]], late: list[int | None], keyframe_every: int, checked: bool
+) -> list[tuple[dict[str, Any], int]]:
+    """The records (and their kinds) of one model call after each of ``ops`` on a growing
+    conversation, a message of each prompt renamed in place after the call was sent (by
+    ``late``: a position, or none), made from the ids as sent; ``checked``: by the full look
+    (no quick path) from copies of the renamed messages under their ids as sent."""
+    index = ContextIndex()
+    state: list[BaseMessage] = [HumanMessage("start", id="h0")]
+    made = []
+    expanded: dict[str, Any] = {}
+    with mock.patch.object(journal.digests, "KEYFRAME_EVERY", keyframe_every):
+        for n, (op, arg) in enumerate(ops):
+            apply_op(index, state, n, op, arg, grow=_grown_message, rename=_renamed)
+            prompt = list(state)
+            sent = [m.id for m in prompt]
+            where = late[n % len(late)] if late else None
+            if where is not None:  # after the call was sent, before its record is made
+                prompt[where % len(prompt)].id = _renamed(n + 1, where)
+            if checked:
+                as_sent = [
+                    m if m.id == mid else m.model_copy(update={"id": mid})
+                    for m, mid in zip(prompt, sent, strict=True)
+                ]
+                with mock.patch.object(journal.digests, "_grown", lambda *_: None):
+                    record = index.call_record("t", "agent", f"call{n}", as_sent)
+            else:
+                record = index.call_record("t", "agent", f"call{n}", prompt, sent)
+                entries = expand_record(record, expanded)
+                assert entries == [
+                    (mid, message_digest(m if m.id == mid else m.model_copy(update={"id": mid})))
+                    for m, mid in zip(prompt, sent, strict=True)
+                ]
+                expanded[f"call{n}"] = entries
+            made.append((record, record_kind(record)))
+    return made
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    OPS,
+    st.lists(st.none() | st.integers(min_value=0, max_value=50), max_size=4),
+    st.sampled_from([1, 2, 3, 32]),
+)
+def test_a_prompt_is_recorded_from_its_ids_as_sent_as_its_copies_as_sent_are(
+    ops: list[tuple[str, int]], late: list[int | None], keyframe_every: int
+) -> None:
+    """The records made from the ids as sent (the quick look comparing them whole, messages
+    renamed in place since digested as copies under their ids as sent) expand to the
+    messages as sent and are the full look's records of those, and so are their kinds."""
+    quick = _records_as_sent(ops, late, keyframe_every, checked=False)
+    checked = _records_as_sent(ops, late, keyframe_every, checked=True)
     assert quick == checked
 
 
