@@ -77,6 +77,28 @@ async def journaled(
     return thread, store, truth.state()
 
 
+def _assert_replayed_as_sent(store: SqliteEventStore, model: ScriptedChatModel) -> list[Any]:
+    """Each of the two model calls replays (``view="model"``) as the model received it; its
+    ``llm.start`` events."""
+    starts = store.read(THREAD, event_type="llm.start")
+    assert len(starts) == len(model.calls) == 2
+    for start, sent in zip(starts, model.calls, strict=True):
+        replayed = replay(store, THREAD, upto_seq=start.seq, view="model")
+        assert [(m.type, m.id, m.content) for m in replayed] == [
+            (m.type, m.id, m.content) for m in sent
+        ]
+    return starts
+
+
+def _one_node_graph(node: Any) -> Any:
+    """START -> ``node`` (named "model") -> END, with an in-memory checkpointer."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", node)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
 def one_node(output: Any) -> Any:
     """START -> ``reply`` (returning ``output()``) -> END, checkpointed."""
     builder = StateGraph(MessagesState)
@@ -433,11 +455,7 @@ def double_checking(model: ScriptedChatModel) -> Any:
         question = HumanMessage("please double-check")
         return {"messages": [question, model.invoke([*state["messages"], question])]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", node)
-    builder.add_edge(START, "model")
-    builder.add_edge("model", END)
-    return builder.compile(checkpointer=InMemorySaver())
+    return _one_node_graph(node)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -451,13 +469,7 @@ async def test_a_message_sent_without_an_id_is_recorded_as_sent(tmp_path: Path, 
         for question in QUESTIONS:
             await thread.run(question)
         assert journal.flush(10)
-    starts = store.read(THREAD, event_type="llm.start")
-    assert len(starts) == len(model.calls) == 2
-    for start, sent in zip(starts, model.calls, strict=True):
-        replayed = replay(store, THREAD, upto_seq=start.seq, view="model")
-        assert [(m.type, m.id, m.content) for m in replayed] == [
-            (m.type, m.id, m.content) for m in sent
-        ]
+    _assert_replayed_as_sent(store, model)
 
 
 def renaming(model: ScriptedChatModel, built: threading.Event) -> Any:
@@ -473,11 +485,7 @@ def renaming(model: ScriptedChatModel, built: threading.Event) -> Any:
         built.set()
         return {"messages": [question, answer]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", node)
-    builder.add_edge(START, "model")
-    builder.add_edge("model", END)
-    return builder.compile(checkpointer=InMemorySaver())
+    return _one_node_graph(node)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -503,13 +511,7 @@ async def test_a_message_renamed_after_the_call_was_sent_is_recorded_as_sent(
             renamed.clear()
             await thread.run(question)
             assert journal.flush(10)
-    starts = store.read(THREAD, event_type="llm.start")
-    assert len(starts) == len(model.calls) == 2
-    for start, sent in zip(starts, model.calls, strict=True):
-        replayed = replay(store, THREAD, upto_seq=start.seq, view="model")
-        assert [(m.type, m.id, m.content) for m in replayed] == [
-            (m.type, m.id, m.content) for m in sent
-        ]
+    for start, sent in zip(_assert_replayed_as_sent(store, model), model.calls, strict=True):
         assert [m["id"] for m in start.content["messages"]] == [m.id for m in sent[-3:]]
     assert sent[-1].id.startswith("draft") and thread.state()[-2].id.startswith("final")
     assert verify(store, THREAD)["ok"]
