@@ -371,15 +371,15 @@ class SqliteEventStore(RunEventStore):
         and the writer's commits do not wait for each other either)."""
         if self._unchecked < _CHECKPOINT_DUE or self._closed:
             return
-        with self._unchecked_lock:
-            if self._checkpointer is not None:
+        with self._unchecked_lock:  # started under the lock: a close sees none or a started one
+            if self._checkpointer is not None or self._closed:
                 return  # one at a time: the next idle call starts the next
             self._unchecked = 0
             thread = threading.Thread(
                 target=self._checkpoint, name="runjournal-sqlite-checkpoint", daemon=True
             )
             self._checkpointer = thread
-        thread.start()
+            thread.start()
 
     def _checkpoint(self) -> None:
         """The checkpointer thread's checkpoint; a failure is logged (never raised). Again
@@ -563,7 +563,8 @@ class SqliteEventStore(RunEventStore):
 
     def _close(self) -> None:
         self._pool.close()
-        thread = self._checkpointer
+        with self._unchecked_lock:  # (none starts once the store is closed: _writer_idle)
+            thread = self._checkpointer
         if thread is not None:  # a passive checkpoint waits for no lock: it ends soon
             thread.join()
 

@@ -181,3 +181,35 @@ def test_a_store_closed_while_its_checkpoint_runs_waits_for_it(
     assert [e["event"] for e in logs if e["log_level"] != "debug"] == []
     with SqliteEventStore(s.path) as again:
         assert again.count("t") == 100
+
+
+def test_a_store_closed_as_its_writer_starts_the_checkpoint_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close on another thread that comes while the writer, idle, starts the due checkpoint
+    (its thread made, not yet started) returns without an error, once that checkpoint ended:
+    it never sees a checkpoint thread that has not started (``join`` of one raises)."""
+    monkeypatch.setattr(journal.sqlite, "_CHECKPOINT_DUE", 20_000)
+    starting, closing = threading.Event(), threading.Event()
+    made: list[threading.Thread] = []
+
+    class SlowStart(threading.Thread):
+        def start(self) -> None:  # the writer between making the thread and starting it
+            made.append(self)
+            starting.set()
+            closing.wait(10)
+            time.sleep(0.1)  # the close, on its way, reaches the checkpoint before the start
+            super().start()
+
+    s = SqliteEventStore(tmp_path / "j.db")
+    s._append_unreturned([ev("t", content={"i": i, "text": "x" * 500}) for i in range(100)])
+    idle = threading.Thread(target=s._writer_idle)  # the writer's thread, made before the patch
+    monkeypatch.setattr(threading, "Thread", SlowStart)  # the checkpoint's thread (and only it)
+    idle.start()
+    assert starting.wait(10)
+    closing.set()
+    s.close()  # raised "cannot join thread before it is started"
+    idle.join(10)
+    assert made and not made[0].is_alive()  # the close waited for the checkpoint it started
+    with SqliteEventStore(s.path) as again:
+        assert again.count("t") == 100
