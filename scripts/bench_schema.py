@@ -12,6 +12,9 @@ it); the full sides are timed whole.
 * ``peer schema raw``: ``executemany`` of pre-built rows into the peer's table (rowid table,
   unique ``(originator_id, originator_version)``): two B-trees, no checks — the floor of any
   event store on SQLite;
+* ``peer schema raw, with our guarantees``: the same rows into the peer's table given our
+  database-level guarantees by the same means as ours (``bench_peer.PEER_GUARD``: a guard
+  trigger that refuses REPLACE and a version out of order, no UPDATE, no DELETE);
 * ``ours, guarantees only, raw``: pre-encoded rows into the least of our schema that keeps our
   guarantees (unique ``event_id`` for idempotency, unique ``(thread_id, seq)``, the guard
   trigger that refuses REPLACE and seq gaps, the head row moved by each transaction), and the
@@ -45,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_peer import ours, payload, peer
+from bench_peer import PEER_GUARD, ours, payload, peer
 
 from journal import NewEvent, SqliteEventStore
 from journal import _sqlite_runs as runs
@@ -146,7 +149,7 @@ def raw_kept(conn: sqlite3.Connection) -> tuple[Append, Callable[[], None]]:
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute(schema.HEAD_ROW_SQL, (thread,)).fetchone()
         statements[0] += time.perf_counter() - start_at
-        kept = keep_going(thread, "run-1", row[1] if row else None, rows, numbered)
+        kept = keep_going(thread, "run-1", row[1] if row else None, rows, events)
         if kept is None:  # a thread's first batch: its run is new
             kept = runs.keep_heads(conn, project(numbered), {thread: None})[thread][0]
         start_at = time.perf_counter()
@@ -203,6 +206,9 @@ def sides(root: Path, batch: int) -> dict[str, tuple[Append, Callable[[], None]]
     return {
         "peer full (eventsourcing recorder)": peer(path("peer"), "NORMAL"),
         "peer schema raw": raw_peer(connect(path("peer-raw"), [PEER_TABLE])),
+        "peer schema raw, with our guarantees (bench_peer.PEER_GUARD)": raw_peer(
+            connect(path("peer-guarded"), [PEER_TABLE, *PEER_GUARD])
+        ),
         "ours, guarantees only, raw, no guard trigger": raw_ours(connect(path("min0"), MINIMAL)),
         "ours, guarantees only, raw, a trigger doing nothing": raw_ours(
             connect(path("min1"), [*MINIMAL, nothing])
