@@ -374,12 +374,12 @@ class SqliteEventStore(RunEventStore):
         with self._unchecked_lock:  # started under the lock: a close sees none or a started one
             if self._checkpointer is not None or self._closed:
                 return  # one at a time: the next idle call starts the next
-            self._unchecked = 0
             thread = threading.Thread(
                 target=self._checkpoint, name="runjournal-sqlite-checkpoint", daemon=True
             )
-            self._checkpointer = thread
-            thread.start()
+            thread.start()  # (a thread refused raises here: nothing is kept, the next call tries)
+            self._checkpointer = thread  # (its end clears it, under this lock: after this)
+            self._unchecked = 0
 
     def _checkpoint(self) -> None:
         """The checkpointer thread's checkpoint; a failure is logged (never raised). Again

@@ -213,3 +213,57 @@ def test_a_store_closed_as_its_writer_starts_the_checkpoint_closes(
     assert made and not made[0].is_alive()  # the close waited for the checkpoint it started
     with SqliteEventStore(s.path) as again:
         assert again.count("t") == 100
+
+
+def _refusing_one_checkpoint_thread(refused: list[str]) -> type[threading.Thread]:
+    """``threading.Thread`` whose first checkpoint thread the OS refuses (``can't start new
+    thread``); every other thread starts."""
+    real = threading.Thread
+
+    class Refusing(real):  # type: ignore[misc, valid-type]
+        def start(self) -> None:
+            if self.name == "runjournal-sqlite-checkpoint" and not refused:
+                refused.append(self.name)
+                raise RuntimeError("can't start new thread")
+            super().start()
+
+    return Refusing
+
+
+def _until(condition: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_checkpoint_thread_the_os_refused_leaves_the_close_and_later_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer, idle, cannot start the due checkpoint's thread (it logs that and goes on,
+    as for any upkeep failure): the store's close still closes (it raised "cannot join
+    thread before it is started"), and the next due idle call checkpoints (every one was
+    skipped: the refused thread stayed the running one)."""
+    monkeypatch.setattr(journal.sqlite, "_CHECKPOINT_DUE", 20_000)
+    refused: list[str] = []
+    monkeypatch.setattr(threading, "Thread", _refusing_one_checkpoint_thread(refused))
+    store = SqliteEventStore(tmp_path / "j.db")
+    with capture_logs() as logs, RunJournal(store, spool_path=tmp_path / "spool.jsonl") as j:
+        script = [ai("", call("step", n=i)) for i in range(20)] + [ai("done")]
+        create_agent(ScriptedChatModel(script), [step]).invoke(
+            {"messages": [HumanMessage("go")]}, _config(j, "t")
+        )
+        assert j.flush(timeout=10)
+        assert _until(lambda: bool(refused))  # the writer tried to start it
+        assert j.dropped_events == 0
+    assert "journal_store_upkeep_failed" in [e["event"] for e in logs]
+    assert store.read("t", limit=1000)[-1].event_type == "run.end"
+    before = store.path.stat().st_size
+    store._append_unreturned([ev("t2", content={"i": i, "text": "y" * 500}) for i in range(100)])
+    store._writer_idle()  # due again, and threads start now
+    assert _until(lambda: store.path.stat().st_size > before)  # pages copied out of the WAL
+    store.close()
+    with SqliteEventStore(store.path) as again:
+        assert again.count("t2") == 100
