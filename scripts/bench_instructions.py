@@ -72,11 +72,12 @@ def child(side: str, measured: bool, root: Path) -> None:
         bc.raw_insert(target, rows)
 
 
-def instructions(side: str, measured: bool, root: Path) -> int:
-    """The instructions callgrind counts for one child process."""
+def callgrind(script: str, args: list[str]) -> tuple[int, str]:
+    """The instructions callgrind counts for ``script`` run with ``args`` in a fresh process
+    (every thread), and what it printed."""
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
     done = subprocess.run(
-        [*command, __file__, "--child", side, str(int(measured)), str(root)],
+        [*command, script, *args],
         capture_output=True,
         text=True,
         check=True,
@@ -85,7 +86,12 @@ def instructions(side: str, measured: bool, root: Path) -> int:
     found = _COLLECTED.search(done.stderr)
     if found is None:
         raise SystemExit(f"callgrind reported no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return int(found.group(1)), done.stdout
+
+
+def instructions(side: str, measured: bool, root: Path) -> int:
+    """The instructions callgrind counts for one child process."""
+    return callgrind(__file__, ["--child", side, str(int(measured)), str(root)])[0]
 
 
 def main() -> None:

@@ -44,11 +44,8 @@ import asyncio
 import gc
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -56,10 +53,10 @@ from pathlib import Path
 from typing import Any
 
 import bench_journal as bj
+from bench_instructions import callgrind
 
 from journal import RunJournal, SqliteEventStore
 
-_COLLECTED = re.compile(r"Collected : (\d+)")
 MODES = ("sync", "async")
 VARIANTS = ("noop_inline", "none", "run_journal", "journal_callbacks")
 INTERVAL = 0.1  # the writer's default flush interval, seconds
@@ -115,19 +112,9 @@ def instructions(
     mode: str, variant: str, runs: int, steps: int, native: float, root: Path
 ) -> tuple[int, dict[str, float]]:
     """The instructions callgrind counts for one child process, and what the child printed."""
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
     args = [mode, variant, str(runs), str(steps), repr(native), str(root)]
-    done = subprocess.run(
-        [*command, __file__, "--child", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict and set layouts each run
-    )
-    found = _COLLECTED.search(done.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind reported no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1)), json.loads(done.stdout.strip().splitlines()[-1])
+    count, printed = callgrind(__file__, ["--child", *args])
+    return count, json.loads(printed.strip().splitlines()[-1])
 
 
 def calibrate(mode: str, rounds: int, steps: int, root: Path) -> tuple[float, float]:
