@@ -14,7 +14,10 @@ wall-clock ratio stays the target's own measure.
 
 Variants, as in ``bench_journal.py``: ``noop_inline`` (the target's baseline), ``none`` (no
 handler at all), ``run_journal`` (on SQLite) and ``journal_callbacks`` (its writer drops each
-batch unbuilt: the callback path alone).
+batch unbuilt: the callback path alone); and ``noop_chat``, the inline no-op with an
+``on_chat_model_start`` of its own (``BaseCallbackHandler`` has none, so LangChain falls back
+to ``on_llm_start`` with every prompt turned into a string): what any handler costs a run in
+LangChain's dispatch alone.
 
 Each process: the imports, the variant's callbacks (for ``run_journal``, a ``RunJournal`` on a
 fresh ``SqliteEventStore``), one warm-up run, a full collection; then (measured) ``--runs``
@@ -58,8 +61,16 @@ from bench_instructions import callgrind
 from journal import RunJournal, SqliteEventStore
 
 MODES = ("sync", "async")
-VARIANTS = ("noop_inline", "none", "run_journal", "journal_callbacks")
+VARIANTS = ("noop_inline", "none", "noop_chat", "run_journal", "journal_callbacks")
 INTERVAL = 0.1  # the writer's default flush interval, seconds
+
+
+class ChatNoop(bj.InlineNoop):
+    """The inline no-op with an ``on_chat_model_start`` of its own: what any handler costs the
+    run in LangChain's dispatch, without the fallback to ``on_llm_start``."""
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        """Nothing."""
 
 
 class Counting:
@@ -96,7 +107,8 @@ def child(mode: str, variant: str, runs: int, steps: int, native: float, root: P
     journal = RunJournal(store, spool_path=root / f"spool-{mode}-{variant}-{runs}.jsonl")
     if variant == "journal_callbacks":
         bj.callbacks_only(journal)
-    callbacks = {"noop_inline": [bj.InlineNoop()], "none": []}.get(variant, [journal])
+    others = {"noop_inline": [bj.InlineNoop()], "none": [], "noop_chat": [ChatNoop()]}
+    callbacks = others.get(variant, [journal])
     slowdown = one_run(mode, callbacks, f"{mode}-warm", steps) / native
     journal._writer.flush_interval = INTERVAL * max(slowdown, 1.0)
     before = counting.batches
@@ -192,7 +204,7 @@ def main() -> None:
         for name in names:
             shown = counted[(mode, name, args.runs)][1]
             batches = "-"
-            if name not in ("noop_inline", "none"):
+            if name not in ("noop_inline", "none", "noop_chat"):
                 batches = f"{shown['batches']:.1f} ({native[mode][1]:.0f})"
             print(
                 f"| {mode} | {name} | {per_run[name] / 1e6:,.1f} | "
