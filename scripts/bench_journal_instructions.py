@@ -36,8 +36,8 @@ stored are printed beside the native count.
 
 Usage: ``PYTHONPATH=. .venv/bin/python scripts/bench_journal_instructions.py [--runs 2]
 [--variants noop_inline,run_journal] [--jobs 2]`` (needs ``valgrind``; ~5 min on this machine
-for the default, ~10 for all four variants, two processes at a time). Counts repeat within
-0.2 % from one run of the benchmark to the next.
+for the default, ~10 for all five variants, two processes at a time). Counts repeat within
+0.5 % from one run of the benchmark to the next.
 """
 
 from __future__ import annotations
