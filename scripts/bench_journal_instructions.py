@@ -51,6 +51,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,14 @@ class ChatNoop(bj.InlineNoop):
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
         """Nothing."""
+
+
+# the variants that journal nothing: their callbacks, made in the child
+HANDLERS: dict[str, Callable[[], list[Any]]] = {
+    "noop_inline": lambda: [bj.InlineNoop()],
+    "none": lambda: [],
+    "noop_chat": lambda: [ChatNoop()],
+}
 
 
 class Counting:
@@ -107,8 +116,7 @@ def child(mode: str, variant: str, runs: int, steps: int, native: float, root: P
     journal = RunJournal(store, spool_path=root / f"spool-{mode}-{variant}-{runs}.jsonl")
     if variant == "journal_callbacks":
         bj.callbacks_only(journal)
-    others = {"noop_inline": [bj.InlineNoop()], "none": [], "noop_chat": [ChatNoop()]}
-    callbacks = others.get(variant, [journal])
+    callbacks = HANDLERS[variant]() if variant in HANDLERS else [journal]
     slowdown = one_run(mode, callbacks, f"{mode}-warm", steps) / native
     journal._writer.flush_interval = INTERVAL * max(slowdown, 1.0)
     before = counting.batches
@@ -204,7 +212,7 @@ def main() -> None:
         for name in names:
             shown = counted[(mode, name, args.runs)][1]
             batches = "-"
-            if name not in ("noop_inline", "none", "noop_chat"):
+            if name not in HANDLERS:
                 batches = f"{shown['batches']:.1f} ({native[mode][1]:.0f})"
             print(
                 f"| {mode} | {name} | {per_run[name] / 1e6:,.1f} | "
